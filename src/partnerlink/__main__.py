@@ -1,0 +1,3 @@
+from partnerlink.cli import main
+
+main()

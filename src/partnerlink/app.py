@@ -1,0 +1,165 @@
+"""create_app(): every domain's router, middleware, error handlers and the /v1 rule."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from partnerlink import __version__
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
+from partnerlink.problems import DomainError, problem_from, problem_response
+from partnerlink.security.redaction import install_log_redaction
+from partnerlink.settings import Settings, get_settings
+from partnerlink.validation import problem_from_validation_error
+
+log = logging.getLogger("partnerlink")
+
+# Paths served by a part of the application other than the partner API; a 404
+# there is a real "not found". Anything else outside /v1 answers 403 (SPEC.md).
+_MOUNTED_PREFIXES = (
+    "/v1/",
+    "/connect",
+    "/receipts",
+    "/merchant",
+    "/docs",
+    "/redoc",
+    "/openapi.json",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/static",
+)
+UPLOAD_PATH_PREFIX = "/v1/uploads/"
+
+API_DESCRIPTION = """
+The partner API of PartnerLink. Connect a merchant's store by the **consent-screen
+flow** (endpoints 1–4) or the **pairing-code flow** (endpoint 5), then keep the
+store profile in sync, upload the customer list and stream every order.
+
+Data endpoints take the store access token as `Authorization: Bearer <token>`.
+Every error is `application/problem+json` with a stable `code`.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    install_log_redaction()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        worker = None
+        if settings.run_worker:
+            from partnerlink.worker import BackgroundWorker
+
+            worker = BackgroundWorker(app.state.sessionmaker, settings)
+            worker.start()
+        try:
+            yield
+        finally:
+            if worker is not None:
+                worker.stop()
+            engine.dispose()
+
+    app = FastAPI(
+        title="PartnerLink partner API",
+        version=__version__,
+        description=API_DESCRIPTION,
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+
+    _include_routers(app)
+    _install_error_handlers(app)
+
+    static_dir = Path(__file__).parent / "static"
+    app.mount("/static", StaticFiles(directory=static_dir), name="static")
+
+    # Outermost first: metrics see everything, the body limit sees only real requests.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,))
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(Metrics)
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
+    from partnerlink import ops
+    from partnerlink.connect import api as connect_api
+    from partnerlink.connect import merchant_api as consent_merchant_api
+    from partnerlink.connect import web as connect_web
+    from partnerlink.customers import api as customers_api
+    from partnerlink.customers import merchant_api as customers_merchant_api
+    from partnerlink.merchant import api as merchant_api
+    from partnerlink.merchant import web as merchant_web
+    from partnerlink.orders import api as orders_api
+    from partnerlink.orders import merchant_api as orders_merchant_api
+    from partnerlink.pairing import api as pairing_api
+    from partnerlink.receipts import web as receipts_web
+    from partnerlink.stores import api as stores_api
+
+    for router in (
+        connect_api.router,
+        pairing_api.router,
+        stores_api.router,
+        customers_api.router,
+        orders_api.router,
+    ):
+        app.include_router(router, prefix="/v1")
+    for router in (
+        merchant_api.router,
+        consent_merchant_api.router,
+        customers_merchant_api.router,
+        orders_merchant_api.router,
+    ):
+        app.include_router(router, prefix="/merchant/api", include_in_schema=False)
+    app.include_router(connect_web.router, include_in_schema=False)
+    app.include_router(merchant_web.router, include_in_schema=False)
+    app.include_router(receipts_web.router, include_in_schema=False)
+    app.include_router(ops.router)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def _domain_error(_request: Request, error: DomainError) -> JSONResponse:
+        return problem_from(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return problem_from_validation_error(error)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, error: StarletteHTTPException) -> Any:
+        if error.status_code == 404:
+            path = request.url.path
+            if path.startswith(_MOUNTED_PREFIXES):
+                return problem_response(404, "not_found", "No such resource.")
+            return problem_response(
+                403,
+                "missing_version_prefix",
+                "Partner API paths start with /v1 (for example /v1/auth/integration). "
+                "The merchant console is at /merchant.",
+            )
+        if error.status_code == 405:
+            return problem_response(405, "method_not_allowed", "Method not allowed on this path.")
+        detail = error.detail if isinstance(error.detail, str) else "Request refused."
+        return problem_response(error.status_code, "http_error", detail, headers=error.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error: %s", type(error).__name__)
+        return problem_response(
+            500, "internal_error", "Unexpected error; safe to retry with exponential backoff."
+        )

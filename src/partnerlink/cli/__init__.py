@@ -1,0 +1,25 @@
+"""The `partnerlink` command. One file per command group; each is thin and calls services."""
+
+from __future__ import annotations
+
+import typer
+
+from partnerlink.cli import db, demo, merchants, partners, serve, sms, touches
+
+app = typer.Typer(
+    help="PartnerLink: connect partners' systems to merchant accounts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+serve.register(app)
+app.add_typer(db.app, name="db", help="Database migrations.")
+app.add_typer(partners.app, name="partners", help="Approved integration partners.")
+app.add_typer(merchants.app, name="merchants", help="Merchant accounts.")
+app.add_typer(touches.app, name="touches", help="Ad touches used to classify conversions.")
+app.add_typer(sms.app, name="sms", help="E-receipt text messages.")
+demo.register(app)
+
+
+def main() -> None:
+    app()

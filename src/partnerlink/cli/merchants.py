@@ -1,0 +1,27 @@
+"""`partnerlink merchants create`."""
+
+from __future__ import annotations
+
+import typer
+
+from partnerlink.cli.common import JsonOption, console, print_json, unit_of_work
+from partnerlink.merchant.service import create_merchant
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("create")
+def create(
+    email: str = typer.Option(..., "--email"),
+    password: str = typer.Option(..., "--password"),
+    name: str | None = typer.Option(None, "--name"),
+    json_output: bool = JsonOption,
+) -> None:
+    """Create a merchant account."""
+    with unit_of_work() as session:
+        merchant = create_merchant(session, email=email, password=password, name=name)
+        out = {"id": merchant.id, "email": merchant.email}
+    if json_output:
+        print_json(out)
+    else:
+        console.print(f"Merchant {out['email']} created (id {out['id']}).")

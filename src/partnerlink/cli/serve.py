@@ -1,0 +1,81 @@
+"""`partnerlink serve` and `partnerlink worker`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+import typer
+import uvicorn
+
+from partnerlink.cli.common import JsonOption, console, load_settings
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.db.migrate import upgrade
+from partnerlink.security.redaction import install_log_redaction
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("worker")(worker)
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    workers: int = typer.Option(
+        0, help="Server processes; 0 = 1 on SQLite (one writer), one per core on PostgreSQL."
+    ),
+    json_output: bool = JsonOption,
+) -> None:
+    """Migrate the database if needed, then serve everything on one port."""
+    settings = load_settings()
+    upgrade(settings.database_url)
+    settings.signing_key  # noqa: B018 - create data/secret.key once, before workers race for it
+    if workers <= 0:
+        workers = 1 if settings.is_sqlite else (os.cpu_count() or 1)
+    if not json_output:
+        _print_banner(settings.public_url)
+    install_log_redaction()
+    uvicorn.run(
+        "partnerlink.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
+        server_header=False,
+    )
+
+
+def _print_banner(public_url: str) -> None:
+    console.print(f"\n[bold green]PartnerLink[/bold green] is serving at {public_url}")
+    console.print(f"  Merchant console  {public_url}/merchant")
+    console.print(f"  API reference     {public_url}/docs")
+    console.print(f"  Health            {public_url}/healthz")
+    console.print(
+        "\nNext: in another terminal, run [bold].venv/bin/partnerlink demo[/bold] for a demo "
+        "partner, merchant and store, with ready-to-paste curl commands for both flows.\n"
+    )
+
+
+def worker(json_output: bool = JsonOption) -> None:
+    """Run the background worker (uploads, e-receipts) as its own process."""
+    from partnerlink.worker import BackgroundWorker
+
+    logging.basicConfig(level=logging.INFO)
+    install_log_redaction()
+    settings = load_settings()
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    background = BackgroundWorker(make_sessionmaker(engine), settings)
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    if not json_output:
+        console.print("PartnerLink worker running; Ctrl-C to stop.")
+    background.start()
+    stopped.wait()
+    background.stop()
+    engine.dispose()

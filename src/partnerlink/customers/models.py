@@ -1,0 +1,61 @@
+"""Customers of a profile, and customer-list uploads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, BigIntPK, IdColumn, UTCDateTime, utcnow
+
+
+class Customer(Base):
+    """One person in a profile's customer base, de-duplicated by email, then phone."""
+
+    __tablename__ = "customers"
+    __table_args__ = (
+        # NULL emails never collide, in SQLite and PostgreSQL alike.
+        UniqueConstraint("profile_id", "email", name="uq_customers_profile_email"),
+        Index("ix_customers_profile_phone", "profile_id", "phone_number"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    email: Mapped[str | None] = mapped_column(String(320))
+    phone_number: Mapped[str | None] = mapped_column(String(20))  # E.164
+    first_name: Mapped[str | None] = mapped_column(String(200))
+    last_name: Mapped[str | None] = mapped_column(String(200))
+    city: Mapped[str | None] = mapped_column(String(200))
+    country_code: Mapped[str | None] = mapped_column(String(2))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Upload(Base):
+    """A customer file: received (stored durably) → processing → done | failed."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = IdColumn()
+    # The single-use nonce signed into the upload URL; unique, so a second PUT is refused.
+    nonce: Mapped[str] = mapped_column(String(64), unique=True)
+    store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="received", index=True)
+    storage_key: Mapped[str] = mapped_column(String(500))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    records: Mapped[int] = mapped_column(Integer, default=0)
+    created: Mapped[int] = mapped_column(Integer, default=0)
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    rejected: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    failure_reason: Mapped[str | None] = mapped_column(String(500))
+    # Records whose effects are committed; a restarted ingestion resumes after them.
+    records_committed: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

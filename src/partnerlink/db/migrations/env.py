@@ -1,0 +1,35 @@
+"""Alembic environment: one metadata for every domain."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import pool
+
+from partnerlink.db.engine import make_engine
+from partnerlink.db.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def run_migrations_online() -> None:
+    url = config.get_main_option("sqlalchemy.url")
+    assert url
+    engine = make_engine(url)
+    if engine.dialect.name != "sqlite":
+        engine.dispose()
+        from sqlalchemy import create_engine
+
+        engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+run_migrations_online()

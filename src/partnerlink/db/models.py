@@ -1,0 +1,30 @@
+"""Imports every domain's models so that one metadata describes the whole schema."""
+
+from partnerlink.connect.models import IntegrationToken
+from partnerlink.customers.models import Customer, Upload
+from partnerlink.db.base import Base
+from partnerlink.merchant.models import Merchant, MerchantSession, Profile
+from partnerlink.orders.models import Order, Touch
+from partnerlink.pairing.models import PairingCode
+from partnerlink.partners.models import Partner
+from partnerlink.receipts.models import Receipt
+from partnerlink.stores.models import Store
+from partnerlink.tokens.models import Connection, Token
+
+__all__ = [
+    "Base",
+    "Connection",
+    "Customer",
+    "IntegrationToken",
+    "Merchant",
+    "MerchantSession",
+    "Order",
+    "PairingCode",
+    "Partner",
+    "Profile",
+    "Receipt",
+    "Store",
+    "Token",
+    "Touch",
+    "Upload",
+]

@@ -1,0 +1,164 @@
+"""Pure ASGI middleware: body size limit, security headers, metrics.
+
+Written against ASGI directly (not BaseHTTPMiddleware) because these run on
+every request, including the orders hot path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from partnerlink.problems import PROBLEM_MEDIA_TYPE, problem_body
+
+REQUESTS = Counter(
+    "partnerlink_http_requests_total", "HTTP requests", ["method", "route", "status"]
+)
+LATENCY = Histogram(
+    "partnerlink_http_request_seconds",
+    "HTTP request latency",
+    ["method", "route"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+
+async def send_problem(send: Send, status: int, code: str, detail: str) -> None:
+    body = json.dumps(problem_body(status, code, detail)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodySizeLimit:
+    """Answers 413 for JSON bodies over the limit, without reading them whole.
+
+    Paths in `exempt_prefixes` (the customer upload URL) enforce their own, larger limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, exempt_prefixes: tuple[str, ...]) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.exempt_prefixes = exempt_prefixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    too_large = int(value) > self.max_bytes
+                except ValueError:
+                    too_large = False
+                if too_large:
+                    await send_problem(
+                        send, 413, "payload_too_large", "The request body is larger than allowed."
+                    )
+                    return
+        received = 0
+        response_started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if not response_started:
+                await send_problem(
+                    send, 413, "payload_too_large", "The request body is larger than allowed."
+                )
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+_BASE_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    # Receipt and consent links carry keys in the query: never leak them as a Referer.
+    (b"referrer-policy", b"no-referrer"),
+]
+_DEFAULT_CSP = (b"content-security-policy", b"frame-ancestors 'none'")
+_NO_STORE = (b"cache-control", b"no-store")
+
+
+class SecurityHeaders:
+    """Adds security headers; a page that sets its own CSP (the consent screen) keeps it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        sensitive = not path.startswith(("/static", "/docs", "/openapi.json"))
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: list[Any] = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers.extend(_BASE_HEADERS)
+                if b"content-security-policy" not in names:
+                    headers.append(_DEFAULT_CSP)
+                    headers.append((b"x-frame-options", b"DENY"))
+                if sensitive and b"cache-control" not in names:
+                    headers.append(_NO_STORE)
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class Metrics:
+    """Counts requests by route template (not raw path, which would explode cardinality)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path_format", None) or "unmatched"
+            REQUESTS.labels(scope["method"], template, str(status)).inc()
+            LATENCY.labels(scope["method"], template).observe(time.perf_counter() - started)

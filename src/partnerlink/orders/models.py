@@ -1,0 +1,61 @@
+"""Orders streamed by partners, and ad touches used to classify conversions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    __table_args__ = (
+        UniqueConstraint("store_id", "order_id", name="uq_orders_store_order"),
+        Index("ix_orders_store_created", "store_id", "ordered_at"),
+        Index("ix_orders_customer", "customer_id", "ordered_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    order_id: Mapped[str] = mapped_column(String(200))  # the partner's id
+    order_price: Mapped[int] = mapped_column(BigInteger)  # minor units
+    order_currency: Mapped[str] = mapped_column(String(3))
+    order_status: Mapped[str | None] = mapped_column(String(50))
+    order_type: Mapped[str | None] = mapped_column(String(200))
+    ordered_at: Mapped[datetime] = mapped_column(UTCDateTime)  # the order's createdAt
+    partner_updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # updatedAt
+    customer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("customers.id", ondelete="SET NULL")
+    )
+    customer_first_name: Mapped[str | None] = mapped_column(String(200))
+    customer_last_name: Mapped[str | None] = mapped_column(String(200))
+    customer_email: Mapped[str | None] = mapped_column(String(320))
+    customer_phone_number: Mapped[str | None] = mapped_column(String(50))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # orderDetails as given
+    store_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    conversion: Mapped[str] = mapped_column(String(20))  # new|returning|organic|anonymous
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Touch(Base):
+    """An ad impression or click reaching a person, imported by the operator."""
+
+    __tablename__ = "touches"
+    __table_args__ = (
+        Index("ix_touches_profile_email", "profile_id", "email"),
+        Index("ix_touches_profile_phone", "profile_id", "phone_number"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    campaign_id: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str | None] = mapped_column(String(320))
+    phone_number: Mapped[str | None] = mapped_column(String(20))
+    touched_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

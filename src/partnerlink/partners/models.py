@@ -1,0 +1,25 @@
+"""Approved integration partners (POS systems and other data sources)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Boolean, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
+
+
+class Partner(Base):
+    __tablename__ = "partners"
+
+    id: Mapped[str] = IdColumn()
+    name: Mapped[str] = mapped_column(String(200))
+    # posType names exactly one partner (CONTRACT.md §4).
+    pos_type: Mapped[str] = mapped_column(String(100), unique=True)
+    client_id: Mapped[str] = mapped_column(String(100), unique=True)
+    client_secret_hash: Mapped[str] = mapped_column(String(64))
+    ereceipt: Mapped[bool] = mapped_column(Boolean, default=False)
+    frame_origins: Mapped[list[str]] = mapped_column(JSON, default=list)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,88 @@
+"""The partner registry: register, list, authenticate, rotate secrets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from partnerlink.partners.models import Partner
+from partnerlink.problems import Conflict, InvalidCredentials, NotFound, ValidationFailed
+from partnerlink.security.secrets import (
+    CLIENT_ID_PREFIX,
+    CLIENT_SECRET_PREFIX,
+    digest,
+    matches,
+    mint,
+)
+
+POS_TYPE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+# Compared against when the client id is unknown, so both failures cost the same.
+_UNKNOWN_CLIENT_DIGEST = digest("no-such-client")
+
+
+@dataclass(frozen=True)
+class RegisteredPartner:
+    partner: Partner
+    client_secret: str  # shown once, never stored
+
+
+def register_partner(
+    session: Session,
+    *,
+    name: str,
+    pos_type: str,
+    ereceipt: bool = False,
+    frame_origins: list[str] | None = None,
+) -> RegisteredPartner:
+    """Registers an approved partner and mints its credentials."""
+    if not name.strip():
+        raise ValidationFailed("name is required", code="missing_field")
+    if not POS_TYPE_PATTERN.match(pos_type):
+        raise ValidationFailed(
+            "posType must be lower-case letters, digits, '-' or '_'", code="invalid_field"
+        )
+    if session.scalar(select(Partner.id).where(Partner.pos_type == pos_type)):
+        raise Conflict(f"posType {pos_type!r} already names a partner", code="pos_type_taken")
+    secret = mint(CLIENT_SECRET_PREFIX)
+    partner = Partner(
+        name=name.strip(),
+        pos_type=pos_type,
+        client_id=mint(CLIENT_ID_PREFIX, 12),
+        client_secret_hash=digest(secret),
+        ereceipt=ereceipt,
+        frame_origins=[o.rstrip("/") for o in frame_origins or []],
+    )
+    session.add(partner)
+    session.flush()
+    return RegisteredPartner(partner=partner, client_secret=secret)
+
+
+def authenticate_partner(session: Session, client_id: str, client_secret: str) -> Partner:
+    """Checks client credentials in constant time; unknown id and wrong secret look alike."""
+    partner = session.scalar(select(Partner).where(Partner.client_id == client_id))
+    secret_ok = matches(client_secret, partner.client_secret_hash if partner else _UNKNOWN_CLIENT_DIGEST)
+    if partner is None or not secret_ok or not partner.active:
+        raise InvalidCredentials()
+    return partner
+
+
+def find_partner_by_client_id(session: Session, client_id: str) -> Partner | None:
+    return session.scalar(select(Partner).where(Partner.client_id == client_id))
+
+
+def list_partners(session: Session) -> list[Partner]:
+    return list(session.scalars(select(Partner).order_by(Partner.created_at)))
+
+
+def rotate_client_secret(session: Session, client_id: str) -> str:
+    """Mints a new secret; the old one stops working at once."""
+    partner = find_partner_by_client_id(session, client_id)
+    if partner is None:
+        raise NotFound(f"no partner with client id {client_id}", code="unknown_client")
+    secret = mint(CLIENT_SECRET_PREFIX)
+    partner.client_secret_hash = digest(secret)
+    session.flush()
+    return secret

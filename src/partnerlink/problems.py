@@ -1,0 +1,150 @@
+"""The error body of CONTRACT.md §3 (RFC 9457 problem+json) and domain errors.
+
+Services raise a DomainError subclass carrying a stable `code`; one handler
+turns it into the response. Nothing here ever echoes a secret or a trace.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class DomainError(Exception):
+    status: int = 400
+    code: str = "bad_request"
+    detail: str = "The request could not be applied."
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        code: str | None = None,
+        errors: list[dict[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.detail = detail or self.detail
+        self.code = code or self.code
+        self.errors = errors
+        self.headers = headers
+        super().__init__(self.detail)
+
+
+class BadRequest(DomainError):
+    status = 400
+    code = "bad_request"
+
+
+class ValidationFailed(BadRequest):
+    code = "invalid_field"
+
+
+class Unauthorized(DomainError):
+    status = 401
+    code = "invalid_credentials"
+    detail = "Wrong email or password."
+
+
+class Forbidden(DomainError):
+    status = 403
+    code = "forbidden"
+    detail = "Not allowed."
+
+
+class InvalidCredentials(Forbidden):
+    code = "invalid_credentials"
+    detail = "Invalid client id or client secret."
+
+
+class InvalidToken(Forbidden):
+    code = "invalid_token"
+    detail = "The access token is missing, malformed, expired or revoked."
+
+
+class NotFound(DomainError):
+    status = 404
+    code = "not_found"
+    detail = "Not found."
+
+
+class Conflict(DomainError):
+    status = 409
+    code = "conflict"
+
+
+class Gone(DomainError):
+    status = 410
+    code = "gone"
+
+
+class PayloadTooLarge(DomainError):
+    status = 413
+    code = "payload_too_large"
+    detail = "The request body is larger than allowed."
+
+
+class RateLimited(DomainError):
+    status = 429
+    code = "rate_limited"
+    detail = "Too many attempts; try again later."
+
+    def __init__(self, retry_after_seconds: int, detail: str | None = None) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after_seconds))})
+
+
+def problem_body(
+    status: int,
+    code: str,
+    detail: str,
+    errors: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if errors:
+        body["errors"] = errors
+    body["success"] = False
+    return body
+
+
+def problem_response(
+    status: int,
+    code: str,
+    detail: str,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        problem_body(status, code, detail, errors),
+        status_code=status,
+        headers=headers,
+        media_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def problem_from(error: DomainError) -> JSONResponse:
+    return problem_response(error.status, error.code, error.detail, error.errors, error.headers)
+
+
+def problem_responses(*errors: type[DomainError]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` for a route, built from the errors it may raise."""
+    by_status: dict[int, list[type[DomainError]]] = {}
+    for error in errors:
+        by_status.setdefault(error.status, []).append(error)
+    out: dict[int | str, dict[str, Any]] = {}
+    for status, classes in sorted(by_status.items()):
+        codes = ", ".join(f"`{c.code}`" for c in classes)
+        example = problem_body(status, classes[0].code, classes[0].detail)
+        out[status] = {
+            "description": f"{HTTPStatus(status).phrase} — code {codes}",
+            "content": {PROBLEM_MEDIA_TYPE: {"example": example}},
+        }
+    return out

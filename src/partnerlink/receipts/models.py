@@ -1,0 +1,36 @@
+"""E-receipts: one row per order at most, written with the order (transactional outbox)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
+
+
+class Receipt(Base):
+    __tablename__ = "receipts"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    # Unique: never more than one SMS per order, whatever races or retries happen.
+    order_pk: Mapped[int] = mapped_column(
+        ForeignKey("orders.id", ondelete="CASCADE"), unique=True
+    )
+    store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
+    # SHA-256 of the random 128-bit key in the link; the page looks receipts up by it.
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    to_phone: Mapped[str | None] = mapped_column(String(20))
+    body: Mapped[str] = mapped_column(Text)
+    link: Mapped[str] = mapped_column(String(1000))
+    # pending → sent | failed (gave up, or unusable number)
+    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    provider: Mapped[str | None] = mapped_column(String(20))
+    provider_message_id: Mapped[str | None] = mapped_column(String(100))
+    last_error: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

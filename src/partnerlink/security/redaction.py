@@ -1,0 +1,46 @@
+"""Keeps secrets out of logs: the legacy ?access_token= and every credential query parameter."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+SECRET_QUERY_PARAMS = (
+    "access_token",
+    "client_secret",
+    "code",
+    "integration_token",
+    "refresh_token",
+    "k",
+    "sig",
+)
+_PATTERN = re.compile(
+    r"(?i)([?&](?:" + "|".join(re.escape(p) for p in SECRET_QUERY_PARAMS) + r")=)[^&\s\"]*"
+)
+
+
+def redact(text: str) -> str:
+    return _PATTERN.sub(r"\1[REDACTED]", text)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites log records (uvicorn's access log included) before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {
+                k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()
+            }
+        return True
+
+
+def install_log_redaction() -> None:
+    """Attaches the filter to every logger that may print a request line."""
+    for name in ("", "uvicorn", "uvicorn.access", "uvicorn.error", "partnerlink", "httpx"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())

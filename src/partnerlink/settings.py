@@ -1,0 +1,104 @@
+"""Every setting of CONTRACT.md §2, read from the environment and `.env`."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DATA_DIR = Path("data")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PARTNERLINK_", env_file=".env", extra="ignore", frozen=False
+    )
+
+    database_url: str = f"sqlite:///./{DATA_DIR}/partnerlink.db"
+    public_url: str = "http://127.0.0.1:8000"
+    connect_url: str | None = None
+    receipt_url: str | None = None
+    secret_key: str | None = None
+    data_dir: Path = DATA_DIR
+    upload_dir: Path | None = None
+
+    integration_token_ttl_seconds: int = Field(3600, gt=0)
+    pairing_code_ttl_seconds: int = Field(259200, gt=0)
+    access_token_ttl_seconds: int = Field(31536000, gt=0)
+    upload_url_ttl_seconds: int = Field(900, gt=0)
+    merchant_session_ttl_seconds: int = Field(12 * 3600, gt=0)
+    consent_form_ttl_seconds: int = Field(1800, gt=0)
+    max_upload_bytes: int = Field(1073741824, gt=0)
+    max_body_bytes: int = Field(1048576, gt=0)
+
+    sms_provider: Literal["outbox", "twilio"] = "outbox"
+    twilio_account_sid: str | None = None
+    twilio_auth_token: str | None = None
+    twilio_from: str | None = None
+    twilio_api_url: str = "https://api.twilio.com"
+
+    attribution_window_days: int = Field(7, ge=0)
+    rate_limit_storage: str = "memory://"
+    pairing_failures_per_ip: str = "10/10minutes"
+    pairing_failures_global: str = "1000/hour"
+    trusted_proxies: str = ""
+    run_worker: bool = True
+    worker_poll_seconds: float = Field(0.5, gt=0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _use_psycopg3(cls, url: str) -> str:
+        # Operators write postgresql://; SQLAlchemy would pick psycopg2, which we do not ship.
+        for prefix in ("postgresql://", "postgres://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix) :]
+        return url
+
+    @field_validator("public_url", "connect_url", "receipt_url")
+    @classmethod
+    def _strip_slash(cls, url: str | None) -> str | None:
+        return url.rstrip("/") if url else url
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def effective_connect_url(self) -> str:
+        return self.connect_url or f"{self.public_url}/connect"
+
+    @property
+    def effective_receipt_url(self) -> str:
+        return self.receipt_url or f"{self.public_url}/receipts"
+
+    @property
+    def effective_upload_dir(self) -> Path:
+        return self.upload_dir or self.data_dir / "uploads"
+
+    @property
+    def trusted_proxy_set(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.trusted_proxies.split(",") if p.strip())
+
+    @cached_property
+    def signing_key(self) -> bytes:
+        """The key behind upload URLs, form tokens and receipt keys.
+
+        Generated once and kept in data/secret.key so that a restart does not
+        invalidate links already handed out.
+        """
+        if self.secret_key:
+            return self.secret_key.encode()
+        key_file = self.data_dir / "secret.key"
+        if not key_file.exists():
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            key_file.write_text(secrets.token_urlsafe(48))
+            key_file.chmod(0o600)
+        return key_file.read_text().strip().encode()
+
+
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,33 @@
+"""Stores: the unit a partner connects to."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
+
+
+class Store(Base):
+    __tablename__ = "stores"
+
+    id: Mapped[str] = IdColumn()
+    profile_id: Mapped[str] = mapped_column(
+        ForeignKey("profiles.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(300))
+    address: Mapped[str] = mapped_column(String(500), default="")
+    city: Mapped[str | None] = mapped_column(String(200))
+    state: Mapped[str | None] = mapped_column(String(200))
+    postal_code: Mapped[str | None] = mapped_column(String(50))
+    phone_number: Mapped[str | None] = mapped_column(String(50))
+    country_code: Mapped[str] = mapped_column(String(2))
+    currency: Mapped[str] = mapped_column(String(3))
+    pos_type: Mapped[str | None] = mapped_column(String(100))
+    green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
+    # A store the merchant added by hand (not created by a partner's consent).
+    manual: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -1,0 +1,33 @@
+"""The bearer dependency of the data endpoints (6–10)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPBearer
+
+from partnerlink.deps import SessionDep
+from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
+
+# Only for the OpenAPI description ("Authorize" button in /docs); we parse the header ourselves
+# so that a missing token answers 403 with our problem body.
+bearer_scheme = HTTPBearer(auto_error=False, description="Store access token")
+
+
+def presented_access_token(request: Request) -> str:
+    """The token from `Authorization: Bearer`, else the legacy `?access_token=`."""
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return request.query_params.get("access_token", "")
+
+
+def current_store(
+    request: Request, session: SessionDep, _doc: Annotated[object, Depends(bearer_scheme)] = None
+) -> ConnectedStore:
+    return authenticate_access_token(session, presented_access_token(request))
+
+
+CurrentStore = Annotated[ConnectedStore, Depends(current_store)]

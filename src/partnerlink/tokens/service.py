@@ -1,0 +1,140 @@
+"""Connections and their tokens: open, mint, look up, refresh, revoke."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from partnerlink.db.base import utcnow
+from partnerlink.problems import InvalidToken
+from partnerlink.security.secrets import (
+    ACCESS_TOKEN_PREFIX,
+    REFRESH_TOKEN_PREFIX,
+    digest,
+    mint,
+)
+from partnerlink.stores.models import Store
+from partnerlink.tokens.models import Connection, Token
+
+
+@dataclass(frozen=True)
+class ConnectedStore:
+    """Who is calling a data endpoint: the store behind the access token."""
+
+    store_id: str
+    profile_id: str
+    partner_id: str
+    connection_id: str
+
+
+@dataclass(frozen=True)
+class IssuedTokens:
+    access_token: str
+    refresh_token: str | None
+    expires_at: datetime | None
+    connection_id: str
+
+
+def open_connection(
+    session: Session, *, store_id: str, partner_id: str, method: str, pos_type: str
+) -> Connection:
+    """Opens a connection, revoking any live one of the same store and partner.
+
+    A store holds at most one live connection per partner (CONTRACT.md §6), and
+    its posType follows the partner connected last.
+    """
+    now = utcnow()
+    session.execute(
+        update(Connection)
+        .where(
+            Connection.store_id == store_id,
+            Connection.partner_id == partner_id,
+            Connection.revoked_at.is_(None),
+        )
+        .values(revoked_at=now)
+    )
+    connection = Connection(store_id=store_id, partner_id=partner_id, method=method, created_at=now)
+    session.add(connection)
+    session.execute(update(Store).where(Store.id == store_id).values(pos_type=pos_type))
+    session.flush()
+    return connection
+
+
+def issue_access_token(
+    session: Session, *, connection_id: str, ttl_seconds: int | None
+) -> tuple[str, datetime | None]:
+    """Mints an access token; `ttl_seconds=None` means durable (pairing flow)."""
+    value = mint(ACCESS_TOKEN_PREFIX)
+    expires_at = utcnow() + timedelta(seconds=ttl_seconds) if ttl_seconds is not None else None
+    session.add(
+        Token(
+            connection_id=connection_id,
+            kind="access",
+            token_hash=digest(value),
+            expires_at=expires_at,
+        )
+    )
+    return value, expires_at
+
+
+def issue_refresh_token(session: Session, *, connection_id: str) -> str:
+    value = mint(REFRESH_TOKEN_PREFIX)
+    session.add(Token(connection_id=connection_id, kind="refresh", token_hash=digest(value)))
+    return value
+
+
+def _live_token(session: Session, value: str, kind: str) -> tuple[Token, Connection] | None:
+    row = session.execute(
+        select(Token, Connection)
+        .join(Connection, Connection.id == Token.connection_id)
+        .where(Token.token_hash == digest(value), Token.kind == kind)
+    ).first()
+    if row is None:
+        return None
+    token, connection = row
+    if connection.revoked_at is not None:
+        return None
+    if token.expires_at is not None and token.expires_at <= utcnow():
+        return None
+    return token, connection
+
+
+def authenticate_access_token(session: Session, value: str) -> ConnectedStore:
+    """Resolves a presented access token to its store, or raises InvalidToken (403).
+
+    The look-up is by SHA-256 digest, an exact index match on a value derived
+    from a 256-bit secret, so it reveals nothing usable through timing.
+    """
+    found = _live_token(session, value, "access") if value else None
+    if found is None:
+        raise InvalidToken()
+    _token, connection = found
+    profile_id = session.scalar(select(Store.profile_id).where(Store.id == connection.store_id))
+    if profile_id is None:
+        raise InvalidToken()
+    return ConnectedStore(
+        store_id=connection.store_id,
+        profile_id=profile_id,
+        partner_id=connection.partner_id,
+        connection_id=connection.id,
+    )
+
+
+def find_refreshable_connection(
+    session: Session, *, refresh_token: str, partner_id: str
+) -> Connection | None:
+    """The live connection a refresh token belongs to, if it is the partner's own."""
+    found = _live_token(session, refresh_token, "refresh")
+    if found is None or found[1].partner_id != partner_id:
+        return None
+    return found[1]
+
+
+def revoke_connection(session: Session, connection: Connection) -> None:
+    """Revokes at once: every token of the connection is checked against revoked_at."""
+    if connection.revoked_at is None:
+        connection.revoked_at = utcnow()
+        session.flush()

@@ -1,0 +1,188 @@
+"""Test fixtures shared by every domain.
+
+The database is built by running the Alembic migrations (so migrations are
+tested too): a SQLite file by default, or, when PARTNERLINK_TEST_DATABASE_URL
+names a PostgreSQL server, a fresh database created on it for this run and
+dropped afterwards. Every test starts from empty tables.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from partnerlink.app import create_app
+from partnerlink.db.base import Base
+from partnerlink.db.migrate import upgrade
+from partnerlink.settings import Settings
+
+TEST_DATABASE_URL = os.environ.get("PARTNERLINK_TEST_DATABASE_URL", "")
+ON_POSTGRES = TEST_DATABASE_URL.startswith(("postgres", "postgresql"))
+
+
+def _psycopg_url(url: str) -> str:
+    return Settings(database_url=url).database_url
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not ON_POSTGRES:
+        path = tmp_path_factory.mktemp("db") / "partnerlink-test.db"
+        url = f"sqlite:///{path}"
+        upgrade(url)
+        yield url
+        return
+    server = make_url(_psycopg_url(TEST_DATABASE_URL))
+    name = f"plk_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = server.set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _empty_all_tables(url: str) -> None:
+    engine = create_engine(url)
+    tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+        else:
+            for table in tables:
+                conn.execute(text(f"DELETE FROM {table}"))
+    engine.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    _empty_all_tables(database_url)
+    return Settings(
+        database_url=database_url,
+        public_url="http://testserver",
+        secret_key="test-secret-key-not-for-production",
+        data_dir=tmp_path,
+        run_worker=False,
+    )
+
+
+@pytest.fixture
+def app(settings: Settings):  # type: ignore[no-untyped-def]
+    return create_app(settings)
+
+
+@pytest.fixture
+def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def session(app) -> Iterator[Session]:  # type: ignore[no-untyped-def]
+    """A session for arranging data; commit what the app must see."""
+    db_session: Session = app.state.sessionmaker()
+    try:
+        yield db_session
+    finally:
+        db_session.rollback()
+        db_session.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """A real `partnerlink serve` process on a free port."""
+
+    def __init__(self, env: dict[str, str], workers: int = 1) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PARTNERLINK_PUBLIC_URL": self.url, **env}
+        self.workers = workers
+        self.log_path = Path(env["PARTNERLINK_DATA_DIR"]) / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Runs the command line against the same database and settings."""
+        return subprocess.run(
+            [sys.executable, "-m", "partnerlink", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def start(self) -> None:
+        self.log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "partnerlink", "serve", "--port", str(self.port),
+                "--workers", str(self.workers),
+            ],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start in 60 s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def live_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
+    return {
+        "PARTNERLINK_DATABASE_URL": settings.database_url,
+        "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
+        "PARTNERLINK_DATA_DIR": str(tmp_path),
+    }
+
+
+@pytest.fixture
+def live_server(live_env: dict[str, str]) -> Iterator[LiveServer]:
+    server = LiveServer(live_env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
