@@ -138,8 +138,14 @@ class LiveServer:
         self.log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "partnerlink", "serve", "--port", str(self.port),
-                "--workers", str(self.workers),
+                sys.executable,
+                "-m",
+                "partnerlink",
+                "serve",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(self.workers),
             ],
             env=self.env,
             stdout=self.log,

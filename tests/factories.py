@@ -109,7 +109,11 @@ def create_connected_store(
     merchant = create_merchant_account(session, email=email)
     profile = create_profile(session, merchant)
     store = create_store(
-        session, profile, green_invoices=green_invoices, country_code=country_code, currency=currency
+        session,
+        profile,
+        green_invoices=green_invoices,
+        country_code=country_code,
+        currency=currency,
     )
     connection = open_connection(
         session,

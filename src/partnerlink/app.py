@@ -89,7 +89,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
 
     # Outermost first: metrics see everything, the body limit sees only real requests.
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,))
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
+    )
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Metrics)
     return app
@@ -107,6 +109,7 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.orders import api as orders_api
     from partnerlink.orders import merchant_api as orders_merchant_api
     from partnerlink.pairing import api as pairing_api
+    from partnerlink.pairing import merchant_api as pairing_merchant_api
     from partnerlink.receipts import web as receipts_web
     from partnerlink.stores import api as stores_api
 
@@ -121,6 +124,7 @@ def _include_routers(app: FastAPI) -> None:
     for router in (
         merchant_api.router,
         consent_merchant_api.router,
+        pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
     ):
@@ -155,7 +159,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         if error.status_code == 405:
             return problem_response(405, "method_not_allowed", "Method not allowed on this path.")
         detail = error.detail if isinstance(error.detail, str) else "Request refused."
-        return problem_response(error.status_code, "http_error", detail, headers=error.headers)
+        return problem_response(
+            error.status_code, "http_error", detail, headers=dict(error.headers or {})
+        )
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, error: Exception) -> JSONResponse:

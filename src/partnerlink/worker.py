@@ -44,7 +44,9 @@ class BackgroundWorker:
         self.sessions = sessions
         self.settings = settings
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.run_forever, name="partnerlink-worker", daemon=True)
+        self._thread = threading.Thread(
+            target=self.run_forever, name="partnerlink-worker", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()

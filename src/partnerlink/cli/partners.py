@@ -13,9 +13,11 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("create")
 def create(
     name: str = typer.Option(..., "--name", help="Partner's display name."),
-    pos_type: str = typer.Option(..., "--pos-type", help="Slug naming this partner, e.g. acme-pos."),
+    pos_type: str = typer.Option(
+        ..., "--pos-type", help="Slug naming this partner, e.g. acme-pos."
+    ),
     ereceipt: bool = typer.Option(False, "--ereceipt", help="Partner offers SMS e-receipts."),
-    frame_origin: list[str] = typer.Option(  # noqa: B006 - Typer reads the default
+    frame_origin: list[str] = typer.Option(
         [], "--frame-origin", help="Origin allowed to frame the consent screen (repeatable)."
     ),
     json_output: bool = JsonOption,
@@ -40,7 +42,9 @@ def create(
     console.print(f"Partner [bold]{out['name']}[/bold] registered (posType {out['posType']}).")
     console.print(f"  client_id      {out['clientId']}")
     console.print(f"  client_secret  {out['clientSecret']}")
-    console.print("[yellow]The secret is shown this once; store it in the partner's backend.[/yellow]")
+    console.print(
+        "[yellow]The secret is shown this once; store it in the partner's backend.[/yellow]"
+    )
 
 
 @app.command("list")

@@ -23,9 +23,7 @@ class IntegrationToken(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Recorded when the merchant confirms.
-    merchant_id: Mapped[str | None] = mapped_column(
-        ForeignKey("merchants.id", ondelete="SET NULL")
-    )
+    merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id", ondelete="SET NULL"))
     store_id: Mapped[str | None] = mapped_column(ForeignKey("stores.id", ondelete="SET NULL"))
     green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -59,7 +59,7 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def IdColumn() -> Any:  # noqa: N802 - reads like a column type at the call site
+def IdColumn() -> Any:
     from sqlalchemy.orm import mapped_column
 
     return mapped_column(String(36), primary_key=True, default=new_id)

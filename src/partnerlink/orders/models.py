@@ -29,9 +29,7 @@ class Order(Base):
     order_type: Mapped[str | None] = mapped_column(String(200))
     ordered_at: Mapped[datetime] = mapped_column(UTCDateTime)  # the order's createdAt
     partner_updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # updatedAt
-    customer_id: Mapped[int | None] = mapped_column(
-        ForeignKey("customers.id", ondelete="SET NULL")
-    )
+    customer_id: Mapped[int | None] = mapped_column(ForeignKey("customers.id", ondelete="SET NULL"))
     customer_first_name: Mapped[str | None] = mapped_column(String(200))
     customer_last_name: Mapped[str | None] = mapped_column(String(200))
     customer_email: Mapped[str | None] = mapped_column(String(320))

@@ -63,7 +63,9 @@ def register_partner(
 def authenticate_partner(session: Session, client_id: str, client_secret: str) -> Partner:
     """Checks client credentials in constant time; unknown id and wrong secret look alike."""
     partner = session.scalar(select(Partner).where(Partner.client_id == client_id))
-    secret_ok = matches(client_secret, partner.client_secret_hash if partner else _UNKNOWN_CLIENT_DIGEST)
+    secret_ok = matches(
+        client_secret, partner.client_secret_hash if partner else _UNKNOWN_CLIENT_DIGEST
+    )
     if partner is None or not secret_ok or not partner.active:
         raise InvalidCredentials()
     return partner

@@ -15,9 +15,7 @@ class Receipt(Base):
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     # Unique: never more than one SMS per order, whatever races or retries happen.
-    order_pk: Mapped[int] = mapped_column(
-        ForeignKey("orders.id", ondelete="CASCADE"), unique=True
-    )
+    order_pk: Mapped[int] = mapped_column(ForeignKey("orders.id", ondelete="CASCADE"), unique=True)
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
     # SHA-256 of the random 128-bit key in the link; the page looks receipts up by it.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
