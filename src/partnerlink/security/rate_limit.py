@@ -19,7 +19,9 @@ from limits.strategies import MovingWindowRateLimiter
 
 @lru_cache(maxsize=8)
 def _storage(uri: str) -> Storage:
-    return storage_from_string(uri)
+    storage = storage_from_string(uri)
+    assert isinstance(storage, Storage)  # the sync storages; we never ask for async:// ones
+    return storage
 
 
 class FailureBudget:
