@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from email_validator import EmailNotValidError, validate_email
+from pydantic import ValidationError as PydanticValidationError
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
+from partnerlink.partners.models import Partner
 from partnerlink.problems import Conflict, NotFound, Unauthorized, ValidationFailed
 from partnerlink.security.passwords import hash_password, verify_password
 from partnerlink.security.secrets import SESSION_TOKEN_PREFIX, digest, mint
 from partnerlink.stores.models import Store
+from partnerlink.stores.schemas import StoreProfileIn
+from partnerlink.stores.service import default_currency_for, merchant_store_view
+from partnerlink.tokens.models import Connection
+from partnerlink.tokens.service import revoke_connection
 
 MIN_PASSWORD_LENGTH = 8
 
@@ -105,3 +112,162 @@ def owned_store(session: Session, *, merchant_id: str, store_id: str) -> Store:
     if row is None:
         raise NotFound("No such store.")
     return row
+
+
+# --- Profiles, manual stores and connections (merchant API and console) ---
+
+
+def _clean_name(value: str, field: str, limit: int) -> str:
+    name = value.strip()
+    if not name:
+        raise ValidationFailed(
+            f"{field} is required",
+            code="missing_field",
+            errors=[{"field": field, "message": "required"}],
+        )
+    if len(name) > limit or any(ord(ch) < 32 for ch in name):
+        raise ValidationFailed(
+            f"{field} is invalid",
+            errors=[{"field": field, "message": f"at most {limit} printable characters"}],
+        )
+    return name
+
+
+def create_profile(session: Session, *, merchant_id: str, name: str) -> Profile:
+    """Creates a profile (a business) for the merchant."""
+    profile = Profile(merchant_id=merchant_id, name=_clean_name(name, "name", 200))
+    session.add(profile)
+    session.flush()
+    return profile
+
+
+def profiles_view(session: Session, *, merchant_id: str) -> list[dict[str, Any]]:
+    """Lists the merchant's profiles with their stores, oldest first."""
+    profiles = list(
+        session.scalars(
+            select(Profile)
+            .where(Profile.merchant_id == merchant_id)
+            .order_by(Profile.created_at, Profile.id)
+        )
+    )
+    stores_by_profile: dict[str, list[dict[str, Any]]] = {p.id: [] for p in profiles}
+    if profiles:
+        for store in session.scalars(
+            select(Store)
+            .where(Store.profile_id.in_(list(stores_by_profile)))
+            .order_by(Store.created_at, Store.id)
+        ):
+            stores_by_profile[store.profile_id].append(merchant_store_view(store))
+    return [{"id": p.id, "name": p.name, "stores": stores_by_profile[p.id]} for p in profiles]
+
+
+def create_manual_store(
+    session: Session,
+    *,
+    merchant_id: str,
+    profile_id: str,
+    name: str,
+    address: str,
+    country_code: str,
+    currency: str | None = None,
+) -> Store:
+    """Adds a store by hand to one of the merchant's profiles."""
+    owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
+    try:
+        fields = StoreProfileIn.model_validate(
+            {
+                "storeName": name,
+                "storeAddress": address,
+                "storeCountryCode": country_code,
+                "storeCurrency": currency,
+            }
+        )
+    except PydanticValidationError as error:
+        raise _as_validation_failed(error) from error
+    store = Store(
+        profile_id=profile_id,
+        name=fields.storeName,
+        address=fields.storeAddress,
+        country_code=fields.storeCountryCode,
+        currency=fields.storeCurrency or default_currency_for(fields.storeCountryCode),
+        manual=True,
+        green_invoices=False,
+    )
+    session.add(store)
+    session.flush()
+    return store
+
+
+_MERCHANT_FIELD_NAMES = {
+    "storeName": "name",
+    "storeAddress": "address",
+    "storeCountryCode": "countryCode",
+    "storeCurrency": "currency",
+}
+
+
+def _as_validation_failed(error: PydanticValidationError) -> ValidationFailed:
+    errors = [
+        {
+            "field": _MERCHANT_FIELD_NAMES.get(str(e["loc"][0]), str(e["loc"][0])),
+            "message": "required" if e["type"] == "missing" else e["msg"],
+        }
+        for e in error.errors()
+    ]
+    missing = any(e["type"] == "missing" for e in error.errors())
+    first = errors[0]
+    detail = (
+        f"{first['field']} is required"
+        if first["message"] == "required"
+        else f"{first['field']}: {first['message']}"
+    )
+    return ValidationFailed(
+        detail, code="missing_field" if missing else "invalid_field", errors=errors
+    )
+
+
+def set_green_invoices(
+    session: Session, *, merchant_id: str, store_id: str, enabled: bool
+) -> Store:
+    """Turns the store's e-receipt flag on or off."""
+    store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
+    store.green_invoices = enabled
+    session.flush()
+    return store
+
+
+def list_store_connections(
+    session: Session, *, merchant_id: str, store_id: str
+) -> list[dict[str, Any]]:
+    """Lists the store's connections, live and revoked, newest first."""
+    owned_store(session, merchant_id=merchant_id, store_id=store_id)
+    rows = session.execute(
+        select(Connection, Partner.pos_type, Partner.name)
+        .join(Partner, Partner.id == Connection.partner_id)
+        .where(Connection.store_id == store_id)
+        .order_by(Connection.created_at.desc(), Connection.id.desc())
+    )
+    return [
+        {
+            "id": connection.id,
+            "posType": pos_type,
+            "method": connection.method,
+            "createdAt": connection.created_at.isoformat(),
+            "revokedAt": connection.revoked_at.isoformat() if connection.revoked_at else None,
+            "partnerName": partner_name,
+        }
+        for connection, pos_type, partner_name in rows
+    ]
+
+
+def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:
+    """Revokes one of the merchant's connections; its tokens stop working at once."""
+    connection = session.execute(
+        select(Connection)
+        .join(Store, Store.id == Connection.store_id)
+        .join(Profile, Profile.id == Store.profile_id)
+        .where(Connection.id == connection_id, Profile.merchant_id == merchant_id)
+    ).scalar_one_or_none()
+    if connection is None:
+        raise NotFound("No such connection.")
+    revoke_connection(session, connection)

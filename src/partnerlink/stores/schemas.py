@@ -1,0 +1,152 @@
+"""The store profile a partner sends (PUT /v1/stores, and the `store` snapshot of an order)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Annotated, Any
+
+from babel import Locale
+from babel.numbers import list_currencies
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+# Babel's territory list also holds regions and groupings that are not countries
+# ("EU", "UN", "ZZ", "001"...) and codes ISO only reserves (Ascension "AC", Canary
+# Islands "IC"...): a store must sit in an ISO 3166-1 country. Kosovo's "XK" is kept:
+# it is the code every registry uses for it.
+_NOT_COUNTRIES = frozenset(
+    {"EU", "EZ", "UN", "QO", "ZZ", "XA", "XB", "AC", "CP", "CQ", "DG", "EA", "IC", "TA"}
+)
+
+
+@lru_cache(maxsize=1)
+def country_codes() -> frozenset[str]:
+    """ISO 3166-1 alpha-2 codes of countries and territories."""
+    return frozenset(
+        code
+        for code in map(str, Locale("en").territories)
+        if len(code) == 2 and code.isalpha() and code not in _NOT_COUNTRIES
+    )
+
+
+@lru_cache(maxsize=1)
+def currency_codes() -> frozenset[str]:
+    """ISO 4217 codes known to Babel."""
+    return frozenset(list_currencies())
+
+
+def _reject_control_characters(value: str) -> str:
+    # PostgreSQL refuses NUL in text columns; no store field has a use for control characters.
+    if any(ord(ch) < 32 and ch not in "\t" for ch in value):
+        raise PydanticCustomError("invalid_text", "must not contain control characters")
+    return value
+
+
+def _required_text(value: str) -> str:
+    stripped = _reject_control_characters(value).strip()
+    if not stripped:
+        # Reported like an absent field: "required", code missing_field.
+        raise PydanticCustomError("missing", "required")
+    return stripped
+
+
+def _optional_text(value: str | None) -> str | None:
+    return None if value is None else _reject_control_characters(value).strip()
+
+
+def _country_code(value: str) -> str:
+    code = value.strip().upper()
+    if code not in country_codes():
+        raise PydanticCustomError(
+            "invalid_country", "must be an ISO 3166-1 alpha-2 country code, e.g. US"
+        )
+    return code
+
+
+def _currency_code(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    code = value.strip().upper()
+    if code not in currency_codes():
+        raise PydanticCustomError("invalid_currency", "must be an ISO 4217 currency code, e.g. USD")
+    return code
+
+
+def _strict_string(value: Any) -> Any:
+    # Numbers, booleans, arrays and objects are refused rather than coerced.
+    if value is not None and not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")
+    return value
+
+
+def _present_string(value: Any) -> Any:
+    if value is None:
+        raise PydanticCustomError("missing", "required")
+    return _strict_string(value)
+
+
+def _at_most(limit: int) -> Callable[[str | None], str | None]:
+    def check(value: str | None) -> str | None:
+        if value is not None and len(value) > limit:
+            raise PydanticCustomError(
+                "too_long", "must be at most {limit} characters", {"limit": limit}
+            )
+        return value
+
+    return check
+
+
+_REQUIRED = (BeforeValidator(_present_string), AfterValidator(_required_text))
+_OPTIONAL = (BeforeValidator(_strict_string), AfterValidator(_optional_text))
+
+# Limits match the column sizes, so an over-long value is a 400, never a database error.
+Text50 = Annotated[str, *_REQUIRED, AfterValidator(_at_most(50))]
+Text300 = Annotated[str, *_REQUIRED, AfterValidator(_at_most(300))]
+Text500 = Annotated[str, *_REQUIRED, AfterValidator(_at_most(500))]
+OptionalText50 = Annotated[str | None, *_OPTIONAL, AfterValidator(_at_most(50))]
+OptionalText200 = Annotated[str | None, *_OPTIONAL, AfterValidator(_at_most(200))]
+
+
+class StoreProfileIn(BaseModel):
+    """Store profile fields of SPEC.md; absent optional fields leave stored values alone."""
+
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "examples": [
+                {
+                    "storeName": "Bistro Central",
+                    "storeAddress": "1 Main Street",
+                    "storeCity": "Springfield",
+                    "storeState": "IL",
+                    "storeCountryCode": "US",
+                    "storePostalCode": "62701",
+                    "storePhoneNumber": "+12175550100",
+                    "storeCurrency": "USD",
+                }
+            ]
+        },
+    )
+
+    storeName: Annotated[Text300, Field(description="Display name.")]
+    storeAddress: Annotated[Text500, Field(description="Street address line.")]
+    storeCountryCode: Annotated[
+        Text50,
+        AfterValidator(_country_code),
+        Field(description="ISO 3166-1 alpha-2 country code (any case).", examples=["US"]),
+    ]
+    storeCity: OptionalText200 = None
+    storeState: OptionalText200 = None
+    storePostalCode: OptionalText50 = None
+    storePhoneNumber: Annotated[OptionalText50, Field(examples=["+12175550100"])] = None
+    storeCurrency: Annotated[
+        str | None,
+        BeforeValidator(_strict_string),
+        AfterValidator(_currency_code),
+        Field(
+            description="ISO 4217 code; when absent, the store keeps its currency, "
+            "or takes the country's when the country changes.",
+            examples=["USD"],
+        ),
+    ] = None
