@@ -5,7 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, IdColumn, UTCDateTime, utcnow
@@ -19,6 +28,16 @@ class Customer(Base):
         # NULL emails never collide, in SQLite and PostgreSQL alike.
         UniqueConstraint("profile_id", "email", name="uq_customers_profile_email"),
         Index("ix_customers_profile_phone", "profile_id", "phone_number"),
+        # At most one phone-only customer per phone (the rule never makes two), so
+        # that concurrent creations of the same phone-only customer collide.
+        Index(
+            "uq_customers_profile_phone_no_email",
+            "profile_id",
+            "phone_number",
+            unique=True,
+            sqlite_where=text("email IS NULL"),
+            postgresql_where=text("email IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
@@ -37,6 +56,8 @@ class Upload(Base):
     """A customer file: received (stored durably) → processing → done | failed."""
 
     __tablename__ = "uploads"
+    # The worker looks for claimable uploads by status and lease.
+    __table_args__ = (Index("ix_uploads_status_lease", "status", "lease_until"),)
 
     id: Mapped[str] = IdColumn()
     # The single-use nonce signed into the upload URL; unique, so a second PUT is refused.
