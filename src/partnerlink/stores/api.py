@@ -1,5 +1,64 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Endpoints 6 and 7 of SPEC.md: the store profile and the store's settings."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from partnerlink.deps import SessionDep
+from partnerlink.problems import InvalidToken, ValidationFailed, problem_responses
+from partnerlink.stores.schemas import StoreEnvelope, StoreProfileIn, StoreSettingsOut
+from partnerlink.stores.service import (
+    apply_store_profile,
+    load_store,
+    store_response,
+    store_settings,
+)
+from partnerlink.tokens.deps import CurrentStore
+
+router = APIRouter(tags=["Stores"])
+
+# Documented only: tokens/deps.py reads it. New integrations send the Bearer header.
+LegacyAccessToken = Annotated[
+    str | None,
+    Query(
+        alias="access_token",
+        deprecated=True,
+        description="Legacy way to send the store access token; use the Authorization header.",
+    ),
+]
+
+
+@router.put(
+    "/stores",
+    response_model=StoreEnvelope,
+    summary="Create or update the store profile",
+    responses=problem_responses(ValidationFailed, InvalidToken),
+)
+def put_store(
+    profile: StoreProfileIn,
+    current: CurrentStore,
+    session: SessionDep,
+    _legacy_token: LegacyAccessToken = None,
+) -> dict[str, Any]:
+    """Writes the connected store's profile and answers the stored store.
+
+    Optional fields left out keep their stored values. Without `storeCurrency`
+    the store keeps its currency, or takes the new country's when the country changes.
+    """
+    store = apply_store_profile(session, store_id=current.store_id, profile=profile)
+    return store_response(store)
+
+
+@router.get(
+    "/stores",
+    response_model=StoreSettingsOut,
+    summary="Read the store's settings",
+    responses=problem_responses(InvalidToken),
+)
+def get_store_settings(
+    current: CurrentStore, session: SessionDep, _legacy_token: LegacyAccessToken = None
+) -> dict[str, Any]:
+    """Answers whether the merchant turned e-receipts on for this store."""
+    return store_settings(load_store(session, store_id=current.store_id))

@@ -150,3 +150,58 @@ class StoreProfileIn(BaseModel):
             examples=["USD"],
         ),
     ] = None
+
+
+class StoreAddressOut(BaseModel):
+    addressLine: str
+    city: str
+    state: str
+    country: str = Field(description="ISO 3166-1 alpha-2 country code.")
+    postalCode: str
+
+
+class StoreOut(BaseModel):
+    id: str
+    name: str
+    phoneNumber: str
+    address: StoreAddressOut
+    currency: str = Field(description="ISO 4217 currency code.")
+
+
+class StoreEnvelope(BaseModel):
+    """Answer of PUT /v1/stores. Fields never set are empty strings."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "store": {
+                        "id": "0b6f4c1e-8d55-4a8e-9a38-2f1f0f4f6a11",
+                        "name": "Bistro Central",
+                        "phoneNumber": "+12175550100",
+                        "address": {
+                            "addressLine": "1 Main Street",
+                            "city": "Springfield",
+                            "state": "IL",
+                            "country": "US",
+                            "postalCode": "62701",
+                        },
+                        "currency": "USD",
+                    }
+                }
+            ]
+        }
+    )
+
+    store: StoreOut
+
+
+class StoreSettingsOut(BaseModel):
+    """Answer of GET /v1/stores."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"greenInvoices": True}]})
+
+    greenInvoices: bool = Field(
+        description="Per-store e-receipt flag set by the merchant; when false no e-receipt "
+        "is issued whatever the order says."
+    )

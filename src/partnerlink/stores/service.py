@@ -21,6 +21,15 @@ def default_currency_for(country_code: str) -> str:
     return currencies[0] if currencies else FALLBACK_CURRENCY
 
 
+def load_store(session: Session, *, store_id: str) -> Store:
+    """Loads the store behind an access token."""
+    store = session.get(Store, store_id)
+    if store is None:
+        # The token's store was deleted between authentication and now.
+        raise InvalidToken()
+    return store
+
+
 def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfileIn) -> Store:
     """Writes a partner's store profile onto the store.
 
@@ -28,10 +37,7 @@ def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfil
     currency keeps the store's configured one, unless the country changes: then
     the new country's currency applies.
     """
-    store = session.get(Store, store_id)
-    if store is None:
-        # The token's store was deleted between authentication and now.
-        raise InvalidToken()
+    store = load_store(session, store_id=store_id)
     if profile.storeCurrency:
         currency = profile.storeCurrency
     elif store.currency and store.country_code == profile.storeCountryCode:
