@@ -1,5 +1,107 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Merchant JSON API (CONTRACT.md §4): sessions, profiles, stores and connections.
 
-from fastapi import APIRouter
+Consents, pairing codes, orders and customers have their own routers in their domains.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.merchant.deps import CurrentMerchant, presented_session_token
+from partnerlink.merchant.schemas import ManualStoreIn, ProfileIn, SessionIn, StorePatchIn
+from partnerlink.merchant.service import (
+    create_manual_store,
+    create_profile,
+    end_session,
+    list_store_connections,
+    profiles_view,
+    revoke_merchant_connection,
+    set_green_invoices,
+    sign_in,
+)
+from partnerlink.security.client_address import client_address
+from partnerlink.stores.service import merchant_store_view
+
+router = APIRouter(tags=["Merchant"])
+
+
+@router.post("/sessions")
+def post_session(
+    body: SessionIn, request: Request, session: SessionDep, settings: SettingsDep
+) -> dict[str, Any]:
+    """Signs in with email and password; answers a bearer session token."""
+    started = sign_in(
+        session,
+        email=body.email,
+        password=body.password,
+        client_address=client_address(request, settings.trusted_proxy_set),
+        settings=settings,
+    )
+    return {"sessionToken": started.token, "expiresAt": started.expires_at.isoformat()}
+
+
+@router.delete("/sessions", status_code=204)
+def delete_session(request: Request, session: SessionDep) -> Response:
+    """Signs out; answers 204 even when the token was already gone."""
+    token = presented_session_token(request)
+    if token:
+        end_session(session, token)
+    return Response(status_code=204)
+
+
+@router.get("/profiles")
+def get_profiles(merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
+    return {"profiles": profiles_view(session, merchant_id=merchant.id)}
+
+
+@router.post("/profiles")
+def post_profile(body: ProfileIn, merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
+    profile = create_profile(session, merchant_id=merchant.id, name=body.name)
+    return {"profile": {"id": profile.id, "name": profile.name, "stores": []}}
+
+
+@router.post("/profiles/{profileId}/stores")
+def post_manual_store(
+    profileId: str, body: ManualStoreIn, merchant: CurrentMerchant, session: SessionDep
+) -> dict[str, Any]:
+    store = create_manual_store(
+        session,
+        merchant_id=merchant.id,
+        profile_id=profileId,
+        name=body.name,
+        address=body.address,
+        country_code=body.countryCode,
+        currency=body.currency,
+    )
+    return {"store": merchant_store_view(store)}
+
+
+@router.patch("/stores/{storeId}")
+def patch_store(
+    storeId: str, body: StorePatchIn, merchant: CurrentMerchant, session: SessionDep
+) -> dict[str, Any]:
+    store = set_green_invoices(
+        session, merchant_id=merchant.id, store_id=storeId, enabled=body.greenInvoices
+    )
+    return {"store": merchant_store_view(store)}
+
+
+@router.get("/stores/{storeId}/connections")
+def get_store_connections(
+    storeId: str, merchant: CurrentMerchant, session: SessionDep
+) -> dict[str, Any]:
+    return {
+        "connections": list_store_connections(session, merchant_id=merchant.id, store_id=storeId)
+    }
+
+
+@router.delete("/connections/{connectionId}", status_code=204)
+def delete_connection(
+    connectionId: str, merchant: CurrentMerchant, session: SessionDep
+) -> Response:
+    """Revokes the connection: every access and refresh token of it stops working at once."""
+    revoke_merchant_connection(session, merchant_id=merchant.id, connection_id=connectionId)
+    return Response(status_code=204)

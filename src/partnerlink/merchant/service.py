@@ -14,11 +14,19 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import utcnow
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
 from partnerlink.partners.models import Partner
-from partnerlink.problems import Conflict, NotFound, Unauthorized, ValidationFailed
+from partnerlink.problems import (
+    Conflict,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+    ValidationFailed,
+)
 from partnerlink.security.passwords import hash_password, verify_password
+from partnerlink.security.rate_limit import FailureBudget
 from partnerlink.security.secrets import SESSION_TOKEN_PREFIX, digest, mint
+from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.stores.schemas import StoreProfileIn
+from partnerlink.stores.schemas import StoreProfileIn, storable_text
 from partnerlink.stores.service import default_currency_for, merchant_store_view
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
@@ -55,7 +63,13 @@ def create_merchant(
 
 def authenticate_merchant(session: Session, *, email: str, password: str) -> Merchant:
     """Same answer, and about the same time, for an unknown email and a wrong password."""
-    merchant = session.scalar(select(Merchant).where(Merchant.email == email.strip().lower()))
+    lookup = email.strip().lower()
+    # Text no account can have is not sent to the database (PostgreSQL refuses NUL).
+    merchant = (
+        session.scalar(select(Merchant).where(Merchant.email == lookup))
+        if storable_text(lookup) and len(lookup) <= 320
+        else None
+    )
     if not verify_password(password, merchant.password_hash if merchant else None) or not merchant:
         raise Unauthorized()
     return merchant
@@ -77,6 +91,50 @@ def start_session(session: Session, *, merchant: Merchant, ttl_seconds: int) -> 
     return StartedSession(token=token, expires_at=expires_at)
 
 
+# Passwords can be guessed: failed sign-ins are budgeted per account (slow guessing of one
+# password) and per client address (one address spraying many accounts).
+SIGN_IN_FAILURES_PER_EMAIL = "10/15minutes"
+SIGN_IN_FAILURES_PER_ADDRESS = "30/15minutes"
+
+
+def sign_in_budgets(storage_uri: str) -> tuple[FailureBudget, FailureBudget]:
+    """Returns the (per email, per client address) failure budgets of merchant sign-in."""
+    return (
+        FailureBudget("merchant-sign-in-email", SIGN_IN_FAILURES_PER_EMAIL, storage_uri),
+        FailureBudget("merchant-sign-in-address", SIGN_IN_FAILURES_PER_ADDRESS, storage_uri),
+    )
+
+
+def sign_in(
+    session: Session,
+    *,
+    email: str,
+    password: str,
+    client_address: str,
+    settings: Settings,
+) -> StartedSession:
+    """Checks email and password within the failure budgets and starts a session."""
+    by_email, by_address = sign_in_budgets(settings.rate_limit_storage)
+    email_key = email.strip().lower()
+    spent = [
+        budget.retry_after_seconds(key)
+        for budget, key in ((by_email, email_key), (by_address, client_address))
+        if budget.exhausted(key)
+    ]
+    if spent:
+        raise RateLimited(max(spent), "Too many failed sign-ins; try again later.")
+    try:
+        merchant = authenticate_merchant(session, email=email, password=password)
+    except Unauthorized as error:
+        by_email.record_failure(email_key)
+        by_address.record_failure(client_address)
+        raise Unauthorized(headers={"WWW-Authenticate": 'Bearer realm="merchant"'}) from error
+    by_email.reset(email_key)
+    return start_session(
+        session, merchant=merchant, ttl_seconds=settings.merchant_session_ttl_seconds
+    )
+
+
 def merchant_for_session_token(session: Session, token: str) -> Merchant | None:
     if not token:
         return None
@@ -95,8 +153,16 @@ def end_session(session: Session, token: str) -> None:
     session.execute(delete(MerchantSession).where(MerchantSession.token_hash == digest(token)))
 
 
+def _looks_like_id(value: str) -> bool:
+    # Ids are UUIDs. Anything else cannot match; checking first keeps odd path input
+    # (NUL, lone surrogates) away from PostgreSQL, which would refuse it with an error.
+    return len(value) <= 64 and value.isascii() and value.isprintable()
+
+
 def owned_profile(session: Session, *, merchant_id: str, profile_id: str) -> Profile:
     """The merchant's own profile; another merchant's answers 404, never 403."""
+    if not _looks_like_id(profile_id):
+        raise NotFound("No such profile.")
     profile = session.get(Profile, profile_id)
     if profile is None or profile.merchant_id != merchant_id:
         raise NotFound("No such profile.")
@@ -104,6 +170,8 @@ def owned_profile(session: Session, *, merchant_id: str, profile_id: str) -> Pro
 
 
 def owned_store(session: Session, *, merchant_id: str, store_id: str) -> Store:
+    if not _looks_like_id(store_id):
+        raise NotFound("No such store.")
     row = session.execute(
         select(Store)
         .join(Profile, Profile.id == Store.profile_id)
@@ -125,7 +193,7 @@ def _clean_name(value: str, field: str, limit: int) -> str:
             code="missing_field",
             errors=[{"field": field, "message": "required"}],
         )
-    if len(name) > limit or any(ord(ch) < 32 for ch in name):
+    if len(name) > limit or not storable_text(name):
         raise ValidationFailed(
             f"{field} is invalid",
             errors=[{"field": field, "message": f"at most {limit} printable characters"}],
@@ -262,6 +330,8 @@ def list_store_connections(
 
 def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:
     """Revokes one of the merchant's connections; its tokens stop working at once."""
+    if not _looks_like_id(connection_id):
+        raise NotFound("No such connection.")
     connection = session.execute(
         select(Connection)
         .join(Store, Store.id == Connection.store_id)

@@ -36,10 +36,20 @@ def currency_codes() -> frozenset[str]:
     return frozenset(list_currencies())
 
 
+def storable_text(value: str) -> bool:
+    """False for text a database would refuse: NUL, control characters, lone surrogates."""
+    if any(ord(ch) < 32 and ch != "\t" for ch in value):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _reject_control_characters(value: str) -> str:
-    # PostgreSQL refuses NUL in text columns; no store field has a use for control characters.
-    if any(ord(ch) < 32 and ch not in "\t" for ch in value):
-        raise PydanticCustomError("invalid_text", "must not contain control characters")
+    if not storable_text(value):
+        raise PydanticCustomError("invalid_text", "must be printable text")
     return value
 
 
