@@ -1,0 +1,352 @@
+"""The consent-screen flow: integration tokens, the merchant's consent, exchange and refresh.
+
+State machine of an integration token (SPEC.md "States and transitions"):
+pending → finished (merchant approves) → exchanged once; pending → cancelled
+(merchant declines, or the lifetime passes: an expired pending token reads as
+cancelled without any write). Every transition is one conditional UPDATE whose
+rowcount decides, so two racing requests can never both win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, cast
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from partnerlink.connect.models import IntegrationToken
+from partnerlink.db.base import utcnow
+from partnerlink.merchant.models import Profile
+from partnerlink.merchant.service import owned_profile, owned_store
+from partnerlink.partners.models import Partner
+from partnerlink.partners.service import authenticate_partner, find_partner_by_client_id
+from partnerlink.problems import (
+    BadRequest,
+    Gone,
+    InvalidCredentials,
+    InvalidToken,
+    NotFound,
+    ValidationFailed,
+)
+from partnerlink.security.secrets import INTEGRATION_TOKEN_PREFIX, digest, mint
+from partnerlink.stores.models import Store
+from partnerlink.tokens.service import (
+    find_refreshable_connection,
+    issue_access_token,
+    issue_refresh_token,
+    open_connection,
+)
+
+TokenStatus = Literal["pending", "finished", "cancelled"]
+PENDING: TokenStatus = "pending"
+FINISHED: TokenStatus = "finished"
+CANCELLED: TokenStatus = "cancelled"
+# A store created by a consent gets placeholder location values until the
+# partner's PUT /v1/stores sends the real ones.
+DEFAULT_COUNTRY, DEFAULT_CURRENCY = "US", "USD"
+
+
+class MissingField(BadRequest):
+    code = "missing_field"
+    detail = "client_id is required"
+
+
+class InvalidGrantType(BadRequest):
+    code = "invalid_grant_type"
+    detail = "grant_type must be refresh_token."
+
+
+class NotFinished(BadRequest):
+    code = "not_finished"
+    detail = "The integration is not finished: the merchant has not approved it yet."
+
+
+class UnknownIntegrationToken(NotFound):
+    code = "unknown_integration_token"
+    detail = "Unknown integration token."
+
+
+class UnknownClient(NotFound):
+    code = "unknown_client"
+    detail = "Unknown client id."
+
+
+class AlreadyExchanged(Gone):
+    code = "already_exchanged"
+    detail = "The integration token was already exchanged; run the connection flow again."
+
+
+class IntegrationTokenGone(Gone):
+    code = "integration_token_gone"
+    detail = "The integration token expired, was cancelled or was already used."
+
+
+class UnknownRefreshToken(InvalidToken):
+    detail = "The refresh token is unknown, or the integration's access was revoked."
+
+
+@dataclass(frozen=True)
+class ConsentView:
+    """What the consent screen shows about a pending integration."""
+
+    partner_id: str
+    partner_name: str
+    pos_type: str
+    ereceipt_offered: bool
+    frame_origins: list[str]
+    status: str
+
+
+@dataclass(frozen=True)
+class ExchangedTokens:
+    access_token: str
+    refresh_token: str
+    expires_at: datetime
+    ereceipt: bool
+
+
+def effective_status(token: IntegrationToken, now: datetime) -> TokenStatus:
+    """The status a reader sees: a pending token past its lifetime reads as cancelled."""
+    if token.status == PENDING and token.expires_at <= now:
+        return CANCELLED
+    return cast(TokenStatus, token.status)
+
+
+def _usable_text(value: str) -> bool:
+    # PostgreSQL refuses NUL in text parameters; such a value can match nothing anyway.
+    return "\x00" not in value
+
+
+def authenticate_client(session: Session, *, client_id: str, client_secret: str) -> Partner:
+    """Checks partner credentials; 403 `invalid_credentials` for any mismatch."""
+    if not _usable_text(client_id):
+        raise InvalidCredentials()
+    return authenticate_partner(session, client_id, client_secret)
+
+
+def _partner_for_consent(session: Session, client_id: str) -> Partner:
+    partner = find_partner_by_client_id(session, client_id) if _usable_text(client_id) else None
+    if partner is None or not partner.active:
+        raise UnknownClient()
+    return partner
+
+
+def _find_token(session: Session, *, partner_id: str, value: str) -> IntegrationToken:
+    """The partner's own token; another partner's answers exactly like an unknown one."""
+    token = session.scalar(
+        select(IntegrationToken).where(IntegrationToken.token_hash == digest(value))
+    )
+    if token is None or token.partner_id != partner_id:
+        raise UnknownIntegrationToken()
+    return token
+
+
+def create_integration_token(session: Session, *, partner: Partner, ttl_seconds: int) -> str:
+    """Mints a pending integration token; only its digest is stored."""
+    value = mint(INTEGRATION_TOKEN_PREFIX)
+    now = utcnow()
+    session.add(
+        IntegrationToken(
+            partner_id=partner.id,
+            token_hash=digest(value),
+            status=PENDING,
+            created_at=now,
+            expires_at=now + timedelta(seconds=ttl_seconds),
+        )
+    )
+    session.flush()
+    return value
+
+
+def integration_status(
+    session: Session, *, partner: Partner, integration_token: str
+) -> TokenStatus:
+    """Reads the effective status of the partner's integration token."""
+    token = _find_token(session, partner_id=partner.id, value=integration_token)
+    return effective_status(token, utcnow())
+
+
+def exchange_integration_token(
+    session: Session, *, partner: Partner, integration_token: str, access_ttl_seconds: int
+) -> ExchangedTokens:
+    """Exchanges a finished token, once, for access and refresh tokens of a new connection."""
+    now = utcnow()
+    token = _find_token(session, partner_id=partner.id, value=integration_token)
+    if effective_status(token, now) != FINISHED:
+        raise NotFinished()
+    if token.exchanged_at is not None:
+        raise AlreadyExchanged()
+    store = session.get(Store, token.store_id) if token.store_id else None
+    if store is None:
+        # CONTRACT.md §6 "missing target": the chosen store was deleted since approval.
+        raise NotFinished("The store chosen on the consent screen no longer exists.")
+    claimed = session.execute(
+        update(IntegrationToken)
+        .where(
+            IntegrationToken.id == token.id,
+            IntegrationToken.exchanged_at.is_(None),
+            IntegrationToken.status == FINISHED,
+        )
+        .values(exchanged_at=now)
+    )
+    if claimed.rowcount != 1:  # type: ignore[attr-defined]
+        raise AlreadyExchanged()
+    connection = open_connection(
+        session,
+        store_id=store.id,
+        partner_id=partner.id,
+        method="consent",
+        pos_type=partner.pos_type,
+    )
+    access, expires_at = issue_access_token(
+        session, connection_id=connection.id, ttl_seconds=access_ttl_seconds
+    )
+    refresh = issue_refresh_token(session, connection_id=connection.id)
+    session.flush()
+    assert expires_at is not None  # a ttl was given
+    return ExchangedTokens(
+        access_token=access,
+        refresh_token=refresh,
+        expires_at=expires_at,
+        ereceipt=bool(partner.ereceipt and store.green_invoices),
+    )
+
+
+def refresh_access_token(
+    session: Session, *, partner: Partner, refresh_token: str, access_ttl_seconds: int
+) -> tuple[str, datetime]:
+    """Mints a new access token from a live refresh token; earlier access tokens stay valid."""
+    connection = find_refreshable_connection(
+        session, refresh_token=refresh_token, partner_id=partner.id
+    )
+    if connection is None:
+        raise UnknownRefreshToken()
+    access, expires_at = issue_access_token(
+        session, connection_id=connection.id, ttl_seconds=access_ttl_seconds
+    )
+    session.flush()
+    assert expires_at is not None  # a ttl was given
+    return access, expires_at
+
+
+def describe_consent(session: Session, *, integration_token: str, client_id: str) -> ConsentView:
+    """Describes the integration a consent link asks the merchant to approve."""
+    partner = _partner_for_consent(session, client_id)
+    token = _find_token(session, partner_id=partner.id, value=integration_token)
+    return ConsentView(
+        partner_id=partner.id,
+        partner_name=partner.name,
+        pos_type=partner.pos_type,
+        ereceipt_offered=bool(partner.ereceipt),
+        frame_origins=list(partner.frame_origins or []),
+        status=effective_status(token, utcnow()),
+    )
+
+
+def _finish_pending(
+    session: Session, *, token_id: str, merchant_id: str, green_invoices: bool
+) -> None:
+    """Claims a pending, unexpired token for the merchant; 410 for any other state."""
+    now = utcnow()
+    claimed = session.execute(
+        update(IntegrationToken)
+        .where(
+            IntegrationToken.id == token_id,
+            IntegrationToken.status == PENDING,
+            IntegrationToken.expires_at > now,
+        )
+        .values(
+            status=FINISHED, merchant_id=merchant_id, green_invoices=green_invoices, finished_at=now
+        )
+    )
+    if claimed.rowcount != 1:  # type: ignore[attr-defined]
+        raise IntegrationTokenGone()
+
+
+def _store_for_profile(session: Session, *, profile: Profile, partner: Partner) -> Store:
+    """A new store under the profile, placed like the profile's other stores."""
+    sibling = session.scalar(
+        select(Store).where(Store.profile_id == profile.id).order_by(Store.created_at).limit(1)
+    )
+    store = Store(
+        profile_id=profile.id,
+        name=f"{profile.name} – {partner.name}"[:300],
+        address="",
+        country_code=sibling.country_code if sibling else DEFAULT_COUNTRY,
+        currency=sibling.currency if sibling else DEFAULT_CURRENCY,
+        manual=False,
+    )
+    session.add(store)
+    return store
+
+
+def approve_consent(
+    session: Session,
+    *,
+    integration_token: str,
+    client_id: str,
+    merchant_id: str,
+    profile_id: str | None = None,
+    store_id: str | None = None,
+    green_invoices: bool = False,
+) -> str:
+    """Records the merchant's consent and chosen store; returns the store id.
+
+    Everything that can refuse (ownership, state) is checked before the first
+    write, so a caller that renders an error instead of re-raising commits nothing.
+    """
+    if (profile_id is None) == (store_id is None):
+        raise ValidationFailed(
+            "Choose exactly one: a profile or a store.",
+            code="missing_field" if profile_id is None else "invalid_field",
+            errors=[{"field": "profileId", "message": "give exactly one of profileId, storeId"}],
+        )
+    partner = _partner_for_consent(session, client_id)
+    token = _find_token(session, partner_id=partner.id, value=integration_token)
+    if effective_status(token, utcnow()) != PENDING:
+        raise IntegrationTokenGone()
+    chosen_id = profile_id if profile_id is not None else store_id
+    if chosen_id is None or not _usable_text(chosen_id):
+        raise NotFound("No such profile." if profile_id is not None else "No such store.")
+    profile: Profile | None = None
+    store: Store | None = None
+    if profile_id is not None:
+        profile = owned_profile(session, merchant_id=merchant_id, profile_id=chosen_id)
+    else:
+        store = owned_store(session, merchant_id=merchant_id, store_id=chosen_id)
+    # The preference exists only when the partner offers e-receipts (CONTRACT.md §4).
+    wants_receipts = bool(green_invoices and partner.ereceipt)
+    _finish_pending(
+        session, token_id=token.id, merchant_id=merchant_id, green_invoices=wants_receipts
+    )
+    if profile is not None:
+        store = _store_for_profile(session, profile=profile, partner=partner)
+    assert store is not None  # exactly one of profile and store was resolved above
+    store.pos_type = partner.pos_type
+    if partner.ereceipt:
+        store.green_invoices = wants_receipts
+    session.flush()
+    session.execute(
+        update(IntegrationToken).where(IntegrationToken.id == token.id).values(store_id=store.id)
+    )
+    return store.id
+
+
+def decline_consent(session: Session, *, integration_token: str, client_id: str) -> None:
+    """Cancels a pending token; 410 when it is no longer pending."""
+    partner = _partner_for_consent(session, client_id)
+    token = _find_token(session, partner_id=partner.id, value=integration_token)
+    now = utcnow()
+    cancelled = session.execute(
+        update(IntegrationToken)
+        .where(
+            IntegrationToken.id == token.id,
+            IntegrationToken.status == PENDING,
+            IntegrationToken.expires_at > now,
+        )
+        .values(status=CANCELLED)
+    )
+    if cancelled.rowcount != 1:  # type: ignore[attr-defined]
+        raise IntegrationTokenGone()
