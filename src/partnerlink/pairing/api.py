@@ -1,5 +1,85 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Endpoint 5: a terminal redeems a pairing code for a durable store access token."""
+
+from __future__ import annotations
+
+import math
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-router = APIRouter()
+from partnerlink.deps import SessionDep
+from partnerlink.pairing.guard import AdmittedClient
+from partnerlink.pairing.service import CodeExpired, UnknownCode, redeem_pairing_code
+from partnerlink.problems import RateLimited, ValidationFailed, problem_responses
+
+router = APIRouter(tags=["Pairing-code flow"])
+
+
+class PairRequest(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"code": 483920}]})
+
+    code: int = Field(
+        description="The 6-digit pairing code shown in the merchant app, as a JSON number."
+    )
+
+    @field_validator("code", mode="before")
+    @classmethod
+    def _whole_json_number(cls, value: object) -> object:
+        # SPEC.md: sent as a JSON number. A string, a boolean or a fraction is malformed.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a JSON number")
+        if isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer():
+                raise ValueError("must be a whole number")
+            return int(value)
+        return value
+
+
+class PairResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "access_token": "plk_at_Xb3v…",
+                    "storeId": "7d0c8a52-4c1e-4a59-9a7e-2f1f0f6b8d21",
+                    "posType": "acme-pos",
+                    "success": True,
+                }
+            ]
+        }
+    )
+
+    access_token: str = Field(description="Durable store access token; send it as a Bearer token.")
+    storeId: str = Field(description="The store the code was reserved for.")
+    posType: str | None = Field(
+        description="The store's POS type; null when the store's type was never registered."
+    )
+    success: bool = True
+
+
+@router.post(
+    "/auth/integration/pair",
+    summary="Redeem a pairing code",
+    description=(
+        "Pairing-code flow. The merchant reserves a 6-digit code for a store in the "
+        "merchant app; the terminal sends it here, once, and receives a durable access "
+        "token for that store (no fixed expiry; valid while the connection is active). "
+        "No authorization header. A new pairing of the same store and partner revokes "
+        "the previous token.\n\n"
+        "Errors: 400 malformed body (missing or non-numeric `code`); 404 `unknown_code` "
+        "(unknown, already redeemed or replaced); 410 `code_expired` (the 72-hour "
+        "reservation ran out); 429 `rate_limited` with `Retry-After` once too many "
+        "failed redemptions came from the caller's address or from everyone."
+    ),
+    response_model=PairResponse,
+    responses=problem_responses(ValidationFailed, UnknownCode, CodeExpired, RateLimited),
+)
+def redeem_code(body: PairRequest, client: AdmittedClient, session: SessionDep) -> PairResponse:
+    try:
+        paired = redeem_pairing_code(session, code=body.code)
+    except (UnknownCode, CodeExpired):
+        client.record_failure()
+        raise
+    return PairResponse(
+        access_token=paired.access_token, storeId=paired.store_id, posType=paired.pos_type
+    )

@@ -1,5 +1,44 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Merchant API: reserve a pairing code for one of the merchant's stores."""
+
+from __future__ import annotations
+
+from datetime import datetime
 
 from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.merchant.deps import CurrentMerchant
+from partnerlink.pairing.service import reserve_pairing_code
 
 router = APIRouter()
+
+
+class ReservationRequest(BaseModel):
+    posType: str = Field(description="posType of the partner whose terminal will redeem the code.")
+
+
+class ReservationResponse(BaseModel):
+    code: int
+    expiresAt: datetime
+    posType: str
+
+
+@router.post("/stores/{storeId}/pairing-codes", response_model=ReservationResponse)
+def reserve_code(
+    storeId: str,
+    body: ReservationRequest,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> ReservationResponse:
+    reserved = reserve_pairing_code(
+        session,
+        settings=settings,
+        merchant_id=merchant.id,
+        store_id=storeId,
+        pos_type=body.posType,
+    )
+    return ReservationResponse(
+        code=reserved.code, expiresAt=reserved.expires_at, posType=reserved.pos_type
+    )
