@@ -36,7 +36,9 @@ MIN_PASSWORD_LENGTH = 8
 
 def normalize_account_email(email: str) -> str:
     try:
-        return validate_email(email.strip(), check_deliverability=False).normalized.lower()
+        # test_environment admits the reserved `.test` domain (demo@partnerlink.test).
+        checked = validate_email(email.strip(), check_deliverability=False, test_environment=True)
+        return checked.normalized.lower()
     except EmailNotValidError as error:
         raise ValidationFailed(
             "email is not a valid address",
