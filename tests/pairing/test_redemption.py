@@ -172,3 +172,25 @@ def test_non_json_content_type_answers_400(client: TestClient) -> None:
         "/v1/auth/integration/pair", content="code=123456", headers={"content-type": "text/plain"}
     )
     assert response.status_code == 400
+
+
+def test_endpoint_is_documented_with_examples_and_problems(client: TestClient) -> None:
+    operation = client.get("/openapi.json").json()["paths"]["/v1/auth/integration/pair"]["post"]
+    assert operation["summary"] and "72-hour" in operation["description"]
+    request = operation["requestBody"]["content"]["application/json"]
+    assert next(iter(request["examples"].values()))["value"] == {"code": 483920}
+    answers = operation["responses"]
+    assert set(answers["200"]["content"]["application/json"]["example"]) == {
+        "access_token",
+        "storeId",
+        "posType",
+        "success",
+    }
+    for status, code in (
+        ("400", "invalid_field"),
+        ("404", "unknown_code"),
+        ("410", "code_expired"),
+        ("429", "rate_limited"),
+    ):
+        example = answers[status]["content"]["application/problem+json"]["example"]
+        assert example["code"] == code

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
-from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from fastapi import APIRouter, Body
+from pydantic import BaseModel, Field, field_validator
 
 from partnerlink.deps import SessionDep
 from partnerlink.pairing.guard import AdmittedClient
@@ -16,8 +17,6 @@ router = APIRouter(tags=["Pairing-code flow"])
 
 
 class PairRequest(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"code": 483920}]})
-
     code: int = Field(
         description="The 6-digit pairing code shown in the merchant app, as a JSON number."
     )
@@ -35,20 +34,15 @@ class PairRequest(BaseModel):
         return value
 
 
-class PairResponse(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "access_token": "plk_at_Xb3v…",
-                    "storeId": "7d0c8a52-4c1e-4a59-9a7e-2f1f0f6b8d21",
-                    "posType": "acme-pos",
-                    "success": True,
-                }
-            ]
-        }
-    )
+PAIRED_EXAMPLE = {
+    "access_token": "plk_at_example-only-4qL1V0cS2mJ9yXWd8kE7rT3uZbN6hGfA5p",
+    "storeId": "7d0c8a52-4c1e-4a59-9a7e-2f1f0f6b8d21",
+    "posType": "acme-pos",
+    "success": True,
+}
 
+
+class PairResponse(BaseModel):
     access_token: str = Field(description="Durable store access token; send it as a Bearer token.")
     storeId: str = Field(description="The store the code was reserved for.")
     posType: str | None = Field(
@@ -72,9 +66,26 @@ class PairResponse(BaseModel):
         "failed redemptions came from the caller's address or from everyone."
     ),
     response_model=PairResponse,
-    responses=problem_responses(ValidationFailed, UnknownCode, CodeExpired, RateLimited),
+    responses={
+        200: {
+            "description": "The code is consumed; the store's access token.",
+            "content": {"application/json": {"example": PAIRED_EXAMPLE}},
+        },
+        **problem_responses(ValidationFailed, UnknownCode, CodeExpired, RateLimited),
+    },
 )
-def redeem_code(body: PairRequest, client: AdmittedClient, session: SessionDep) -> PairResponse:
+def redeem_code(
+    body: Annotated[
+        PairRequest,
+        Body(
+            openapi_examples={
+                "code": {"summary": "A reserved code", "value": {"code": 483920}},
+            }
+        ),
+    ],
+    client: AdmittedClient,
+    session: SessionDep,
+) -> PairResponse:
     try:
         paired = redeem_pairing_code(session, code=body.code)
     except (UnknownCode, CodeExpired):
