@@ -1,7 +1,26 @@
-"""Command group filled in by its capability."""
+"""`partnerlink sms list`: the e-receipt text messages, newest first."""
 
 from __future__ import annotations
 
 import typer
 
+from partnerlink.cli.common import JsonOption, print_json, print_table, unit_of_work
+from partnerlink.receipts.service import list_messages
+
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("list")
+def list_(
+    limit: int = typer.Option(20, "--limit", min=1, max=10_000, help="How many, newest first."),
+    json_output: bool = JsonOption,
+) -> None:
+    """List e-receipt messages (the `outbox` provider records them instead of sending)."""
+    with unit_of_work() as session:
+        messages = list_messages(session, limit=limit)
+    if json_output:
+        print_json(messages)
+        return
+    print_table(
+        messages, ["createdAt", "to", "orderId", "status", "link"], title="E-receipt messages"
+    )

@@ -1,7 +1,60 @@
-"""Command group filled in by its capability."""
+"""`partnerlink touches import FILE`: ad touches (JSON lines) used to classify conversions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+from partnerlink.cli.common import JsonOption, console, err_console, print_json, unit_of_work
+from partnerlink.orders.touches import import_touches
 
 app = typer.Typer(no_args_is_help=True)
+
+PROGRESS_FROM_BYTES = 1_000_000  # smaller files finish before a bar is worth drawing
+SHOWN_REJECTIONS = 50
+
+
+@app.command("import")
+def import_(
+    file: Path = typer.Argument(..., help="JSON lines: one touch object per line."),
+    json_output: bool = JsonOption,
+) -> None:
+    """Import ad touches; rejected lines are counted and listed by line number."""
+    if not file.is_file():
+        err_console.print(f"[red]error:[/red] no such file: {file}")
+        raise typer.Exit(1)
+    size = file.stat().st_size
+    show_progress = not json_output and size >= PROGRESS_FROM_BYTES
+    with (
+        file.open("rb") as handle,
+        Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=not show_progress,
+            transient=True,
+        ) as progress,
+        unit_of_work() as session,
+    ):
+        task = progress.add_task("Importing touches", total=size)
+
+        def checkpoint() -> None:
+            # Commit batch by batch: a long import must not hold SQLite's write lock throughout.
+            session.commit()
+            progress.update(task, completed=handle.tell())
+
+        result = import_touches(session, handle, checkpoint=checkpoint)
+    if json_output:
+        print_json({"imported": result.imported, "rejected": result.rejected})
+        return
+    console.print(f"Imported {result.imported} touches; rejected {result.rejected}.")
+    for number, reason in result.rejections[:SHOWN_REJECTIONS]:
+        console.print(f"  line {number}: {reason}")
+    if result.rejected > SHOWN_REJECTIONS:
+        lines = ", ".join(str(n) for n, _ in result.rejections[SHOWN_REJECTIONS:])
+        more = result.rejected - len(result.rejections)
+        console.print(f"  also rejected: lines {lines}" + (f" and {more} more" if more else ""))

@@ -1,5 +1,63 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Endpoints 9 and 10 of SPEC.md: send an order; read one back (behind the receipt gates)."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.orders.schemas import OrderAccepted, OrderIn
+from partnerlink.orders.service import ReceiptsDisabled, read_order, store_order
+from partnerlink.problems import InvalidToken, NotFound, ValidationFailed, problem_responses
+from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
+
+router = APIRouter(tags=["Orders"])
+
+
+@router.post(
+    "/orders",
+    response_model=OrderAccepted,
+    summary="9. Send an order",
+    responses=problem_responses(ValidationFailed, InvalidToken),
+)
+def post_order(
+    order: OrderIn,
+    current: CurrentStore,
+    session: SessionDep,
+    settings: SettingsDep,
+    _legacy_token: LegacyAccessToken = None,
+) -> dict[str, Any]:
+    """Creates or updates the order `orderId` of the connected store.
+
+    Re-sending the same `orderId` updates the order, so retries are safe; a
+    re-send whose `updatedAt` is older than the stored one's is acknowledged and
+    not applied. Money is a string of minor units (`"2400"` is 24.00 USD); a
+    number where a string is expected answers 400. When the store has e-receipts
+    on, the order is `CLOSED` and carries a customer phone, the customer gets one
+    SMS with a link to the receipt, once per order.
+    """
+    store_order(session, caller=current, order=order, settings=settings)
+    return {"statusCode": 200}
+
+
+@router.get(
+    "/orders",
+    summary="10. Read an order (backs the receipt page)",
+    responses={
+        200: {"description": "The order, in the field names of its request."},
+        **problem_responses(ValidationFailed, ReceiptsDisabled, NotFound),
+    },
+)
+def get_order(
+    current: CurrentStore,
+    session: SessionDep,
+    order_id: Annotated[str, Query(alias="orderId", max_length=200)],
+    _legacy_token: LegacyAccessToken = None,
+) -> dict[str, Any]:
+    """Answers a closed order with a customer phone, when the store has e-receipts on.
+
+    403 `receipts_disabled` when e-receipts are off; 404 when the order is
+    unknown, not `CLOSED`, or has no customer phone number.
+    """
+    return read_order(session, store_id=current.store_id, order_id=order_id)

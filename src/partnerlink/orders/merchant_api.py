@@ -1,5 +1,28 @@
-"""Routes of this domain (filled in by its capability)."""
+"""The merchant API's order listing (CONTRACT.md §4): orders with their conversion class."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from partnerlink.deps import SessionDep
+from partnerlink.merchant.deps import CurrentMerchant
+from partnerlink.merchant.service import owned_store
+from partnerlink.orders.service import recent_orders
+
+router = APIRouter(tags=["Merchant orders"])
+
+MAX_LIMIT = 500
+
+
+@router.get("/stores/{store_id}/orders")
+def list_store_orders(
+    store_id: str,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+) -> dict[str, Any]:
+    """The store's orders, newest first; another merchant's store answers 404."""
+    owned_store(session, merchant_id=merchant.id, store_id=store_id)
+    return {"orders": recent_orders(session, store_id=store_id, limit=limit)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
@@ -28,6 +28,8 @@ class Order(Base):
     order_status: Mapped[str | None] = mapped_column(String(50))
     order_type: Mapped[str | None] = mapped_column(String(200))
     ordered_at: Mapped[datetime] = mapped_column(UTCDateTime)  # the order's createdAt
+    # createdAt's own UTC offset: the receipt shows the time as the store's clock read it.
+    ordered_at_offset_minutes: Mapped[int | None] = mapped_column(Integer)
     partner_updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # updatedAt
     customer_id: Mapped[int | None] = mapped_column(ForeignKey("customers.id", ondelete="SET NULL"))
     customer_first_name: Mapped[str | None] = mapped_column(String(200))

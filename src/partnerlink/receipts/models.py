@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
@@ -12,6 +12,8 @@ from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
 
 class Receipt(Base):
     __tablename__ = "receipts"
+    # The worker claims pending receipts whose next attempt is due.
+    __table_args__ = (Index("ix_receipts_status_due", "status", "next_attempt_at"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     # Unique: never more than one SMS per order, whatever races or retries happen.

@@ -1,12 +1,171 @@
-"""Background sending of e-receipt SMS (filled in by the receipts capability)."""
+"""Background sending of e-receipt SMS: claim due receipts, send, record the outcome.
+
+Claiming is one atomic UPDATE that sets a lease (with FOR UPDATE SKIP LOCKED on
+PostgreSQL, so several workers take different rows); a crashed worker's rows
+are claimed again once the lease runs out. Sending happens outside any
+transaction, so a slow provider never holds the database (on SQLite: its one
+connection). A receipt is sent at most once: the outcome is recorded only by
+the worker that still holds the lease.
+"""
 
 from __future__ import annotations
 
+import logging
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.db.base import utcnow
+from partnerlink.orders.models import Order
+from partnerlink.receipts.models import Receipt
+from partnerlink.receipts.providers import Delivery, Message, SmsProvider, provider_for
+from partnerlink.receipts.service import FAILED, PENDING, SENT
 from partnerlink.settings import Settings
+
+log = logging.getLogger("partnerlink.receipts")
+
+BATCH_SIZE = 20
+LEASE_SECONDS = 120
+MAX_ATTEMPTS = 10
+BACKOFF_BASE_SECONDS = 5.0
+BACKOFF_CAP_SECONDS = 3600.0
+_KEY_PARAM = "?k="
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    id: int
+    order_id: str
+    to: str
+    body: str
+    link: str
+    attempts: int
+    lease_until: datetime
 
 
 def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Sends receipts that are due; returns how many it handled."""
-    return 0
+    claimed = _claim_due(sessions, limit=BATCH_SIZE)
+    if not claimed:
+        return 0
+    provider = provider_for(settings)
+    try:
+        for receipt in claimed:
+            delivery = provider.send(
+                Message(
+                    receipt_id=receipt.id,
+                    order_id=receipt.order_id,
+                    to=receipt.to,
+                    body=receipt.body,
+                )
+            )
+            _record(sessions, receipt, delivery, provider)
+    finally:
+        provider.close()
+    return len(claimed)
+
+
+def _claim_due(sessions: sessionmaker[Session], *, limit: int) -> list[_Claimed]:
+    now = utcnow()
+    lease_until = now + timedelta(seconds=LEASE_SECONDS)
+    due = (
+        select(Receipt.id)
+        .where(
+            Receipt.status == PENDING,
+            Receipt.next_attempt_at <= now,
+            (Receipt.lease_until.is_(None)) | (Receipt.lease_until < now),
+        )
+        .order_by(Receipt.next_attempt_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)  # ignored by SQLite, whose writers queue up anyway
+        .scalar_subquery()
+    )
+    with sessions.begin() as session:
+        rows = session.execute(
+            update(Receipt)
+            .where(Receipt.id.in_(due))
+            .values(lease_until=lease_until, attempts=Receipt.attempts + 1)
+            .returning(
+                Receipt.id,
+                Receipt.order_pk,
+                Receipt.to_phone,
+                Receipt.body,
+                Receipt.link,
+                Receipt.attempts,
+            )
+            .execution_options(synchronize_session=False)
+        ).all()
+        if not rows:
+            return []
+        order_ids = dict(
+            session.execute(
+                select(Order.id, Order.order_id).where(Order.id.in_([r.order_pk for r in rows]))
+            ).tuples()
+        )
+    return [
+        _Claimed(
+            id=row.id,
+            order_id=order_ids.get(row.order_pk, "?"),
+            to=row.to_phone or "",
+            body=row.body,
+            link=row.link,
+            attempts=row.attempts,
+            lease_until=lease_until,
+        )
+        for row in rows
+    ]
+
+
+def backoff_seconds(attempts: int, retry_after: float | None = None) -> float:
+    """Exponential backoff with jitter; never sooner than the provider asked."""
+    delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(0, attempts - 1))
+    delay += random.uniform(0, delay / 4)
+    return max(delay, retry_after or 0.0)
+
+
+def _record(
+    sessions: sessionmaker[Session], receipt: _Claimed, delivery: Delivery, provider: SmsProvider
+) -> None:
+    now = utcnow()
+    values: dict[str, object] = {"lease_until": None, "provider": provider.name}
+    if delivery.outcome == "sent":
+        values.update(
+            status=SENT, sent_at=now, provider_message_id=delivery.message_id, last_error=None
+        )
+    elif delivery.outcome == "retry" and receipt.attempts < MAX_ATTEMPTS:
+        delay = backoff_seconds(receipt.attempts, delivery.retry_after_seconds)
+        values.update(next_attempt_at=now + timedelta(seconds=delay), last_error=delivery.reason)
+    else:
+        values.update(status=FAILED, last_error=delivery.reason or "gave up")
+    if values.get("status") in (SENT, FAILED) and provider.name != "outbox":
+        # Delivered (or given up): the key in the stored text is no longer needed; the
+        # page finds the receipt by the key's digest. The outbox keeps its messages whole.
+        values.update(_without_key(receipt))
+    with sessions.begin() as session:
+        session.execute(
+            update(Receipt)
+            .where(
+                Receipt.id == receipt.id,
+                Receipt.status == PENDING,
+                Receipt.lease_until == receipt.lease_until,
+            )
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+    log.info(
+        "e-receipt for order %s: %s%s",
+        receipt.order_id,
+        values.get("status", "retry scheduled"),
+        f" ({delivery.reason})" if delivery.reason else "",
+    )
+
+
+def _without_key(receipt: _Claimed) -> dict[str, str]:
+    base, found, _key = receipt.link.rpartition(_KEY_PARAM)
+    if not found:
+        return {}
+    link = f"{base}{_KEY_PARAM}[redacted]"
+    return {"link": link, "body": receipt.body.replace(receipt.link, link)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPBearer
 
 from partnerlink.deps import SessionDep
@@ -31,3 +31,14 @@ def current_store(
 
 
 CurrentStore = Annotated[ConnectedStore, Depends(current_store)]
+
+# Documented only (current_store reads it): the legacy way to send the token. New
+# integrations send the Bearer header. Routes add `_legacy_token: LegacyAccessToken = None`.
+LegacyAccessToken = Annotated[
+    str | None,
+    Query(
+        alias="access_token",
+        deprecated=True,
+        description="Legacy way to send the store access token; use the Authorization header.",
+    ),
+]

@@ -1,0 +1,188 @@
+"""The order of POST /v1/orders, validated field by field (SPEC.md, CONTRACT.md §6).
+
+Types are strict: a JSON number where SPEC.md asks for a string (`orderPrice`:
+2400) answers 400, it is not coerced, so that a partner finds the mistake in
+testing rather than losing a leading zero or a minor-unit digit in production.
+Unknown keys of `orderDetails`, of items and of payments are kept as given.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated
+
+from babel.numbers import list_currencies
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+)
+from pydantic_core import PydanticCustomError
+
+from partnerlink.stores.schemas import StoreProfileIn
+
+_MONEY = re.compile(r"-?[0-9]{1,18}")
+_KNOWN_CURRENCIES = frozenset(list_currencies())
+_INT64 = 2**63
+
+
+def _string(value: object) -> object:
+    # Numbers, booleans, arrays and objects are refused rather than coerced.
+    if value is not None and not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")
+    return value
+
+
+def _present(value: object) -> object:
+    # null, or a blank string, in a required field is reported like an absent one.
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise PydanticCustomError("missing", "required")
+    return _string(value)
+
+
+def _integer(value: object) -> object:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise PydanticCustomError("int_type", "must be an integer")
+    return value
+
+
+def clean_text(value: str) -> str:
+    """Refuses what no database column can hold: NUL characters and lone surrogates."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text") from None
+    return value
+
+
+def parse_money(value: str) -> str:
+    """A string of an optional minus sign and ASCII digits, an amount in minor units."""
+    if not _MONEY.fullmatch(value):
+        raise ValueError('must be a string of digits (an amount in minor units), e.g. "2400"')
+    return value
+
+
+def parse_currency(value: str) -> str:
+    code = value.strip().upper()
+    if code not in _KNOWN_CURRENCIES:
+        raise ValueError('must be a known ISO 4217 currency code, e.g. "USD"')
+    return code
+
+
+def parse_timestamp(value: object) -> datetime:
+    """ISO-8601 text; a timestamp without an offset is taken as UTC (CONTRACT.md §6)."""
+    if not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")
+    try:
+        parsed = datetime.fromisoformat(clean_text(value).strip())
+    except ValueError:
+        raise ValueError("must be an ISO-8601 timestamp, e.g. 2024-05-01T12:30:00Z") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+    return parsed
+
+
+Text = Annotated[str, BeforeValidator(_string), AfterValidator(clean_text)]
+Money = Annotated[str, BeforeValidator(_string), AfterValidator(parse_money)]
+Timestamp = Annotated[datetime, PlainValidator(parse_timestamp, json_schema_input_type=str)]
+Required = BeforeValidator(_present)
+Quantity = Annotated[int, BeforeValidator(_integer), Field(gt=-_INT64, lt=_INT64)]
+
+
+class OrderItemIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    itemId: Text | None = Field(None, max_length=200)
+    itemName: Text | None = Field(None, max_length=500)
+    itemPrice: Money | None = None
+    itemQuantity: Quantity | None = None
+    itemTax: Money | None = None
+
+
+class OrderPaymentIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    paymentType: Text | None = Field(None, max_length=100)
+    paymentId: Text | None = Field(None, max_length=200)
+    paymentSum: Money | None = None
+    paymentCardType: Text | None = Field(None, max_length=100)
+    paymentLast4: Text | None = Field(None, max_length=4)
+
+
+class OrderDetailsIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    orderStatus: Text | None = Field(None, max_length=50)
+    orderType: Text | None = Field(None, max_length=200)
+    orderItems: list[OrderItemIn] | None = Field(None, max_length=10_000)
+    orderPayments: list[OrderPaymentIn] | None = Field(None, max_length=1_000)
+
+
+class OrderIn(BaseModel):
+    """An order as sent by the partner; re-sending the same `orderId` updates it."""
+
+    orderId: Annotated[Text, Required] = Field(max_length=200)
+    orderPrice: Annotated[Money, Required]
+    orderCurrency: Annotated[str, Required, AfterValidator(parse_currency)]
+    createdAt: Annotated[Timestamp, Required]
+    updatedAt: Timestamp | None = None
+    customerFirstName: Text | None = Field(None, max_length=200)
+    customerLastName: Text | None = Field(None, max_length=200)
+    customerPhoneNumber: Text | None = Field(None, max_length=50)
+    customerEmail: Text | None = Field(None, max_length=320)
+    orderDetails: OrderDetailsIn | None = None
+    # The same fields as PUT /v1/stores; a snapshot updates the store profile.
+    store: StoreProfileIn | None = None
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "orderId": "A-1001",
+                    "orderPrice": "2400",
+                    "orderCurrency": "USD",
+                    "createdAt": "2024-05-01T12:30:00.000Z",
+                    "updatedAt": "2024-05-01T12:41:00.000Z",
+                    "customerFirstName": "Ada",
+                    "customerPhoneNumber": "+14155550123",
+                    "customerEmail": "ada@example.com",
+                    "orderDetails": {
+                        "orderStatus": "CLOSED",
+                        "orderType": "dine-in",
+                        "orderItems": [
+                            {
+                                "itemId": "sku-1",
+                                "itemName": "Flat white",
+                                "itemPrice": "450",
+                                "itemQuantity": 2,
+                                "itemTax": "72",
+                            }
+                        ],
+                        "orderPayments": [
+                            {
+                                "paymentType": "card",
+                                "paymentId": "p-1",
+                                "paymentSum": "2400",
+                                "paymentCardType": "VISA",
+                                "paymentLast4": "4242",
+                            }
+                        ],
+                    },
+                }
+            ]
+        }
+    )
+
+
+class OrderAccepted(BaseModel):
+    statusCode: int = 200

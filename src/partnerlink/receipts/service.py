@@ -1,0 +1,146 @@
+"""The e-receipt rule (SPEC.md), receipt links and keys, and the receipt look-ups.
+
+A receipt row is written in the same transaction as the order that causes it
+(transactional outbox); the worker sends it later. `receipts.order_pk` is
+unique, so an order has one receipt, hence one SMS, whatever races or re-sends
+happen.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from partnerlink.customers.normalize import normalize_phone
+from partnerlink.db.base import utcnow
+from partnerlink.orders.models import Order
+from partnerlink.orders.queries import dialect_insert
+from partnerlink.receipts.models import Receipt
+from partnerlink.security.secrets import digest
+from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
+
+log = logging.getLogger("partnerlink.receipts")
+
+CLOSED = "CLOSED"
+PENDING, SENT, FAILED = "pending", "sent", "failed"
+UNUSABLE_NUMBER = "unusable phone number: not sent"
+KEY_BYTES = 16  # 128 bits: the link cannot be guessed from the partner's order id
+
+
+def receipt_due(*, green_invoices: bool, order_status: str | None, phone: str | None) -> bool:
+    """The three conditions of SPEC.md: receipts on, order CLOSED, a customer phone."""
+    return bool(green_invoices) and order_status == CLOSED and bool(phone and phone.strip())
+
+
+def order_visible(order: Order, store: Store) -> bool:
+    """The gates of GET /v1/orders and of the receipt page, checked when they are opened."""
+    return receipt_due(
+        green_invoices=store.green_invoices,
+        order_status=order.order_status,
+        phone=normalize_phone(order.customer_phone_number, store.country_code),
+    )
+
+
+def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
+    return f"{settings.effective_receipt_url}/inv/{quote(order_id, safe='')}?k={key}"
+
+
+def queue_receipt(
+    session: Session,
+    *,
+    order_pk: int,
+    store_id: str,
+    order_id: str,
+    store_name: str,
+    phone: str,
+    default_region: str | None,
+    settings: Settings,
+) -> bool:
+    """Writes the order's receipt unless it has one; True when this call wrote it.
+
+    An unusable number is recorded as a failed receipt with its reason: no SMS.
+    """
+    key = secrets.token_urlsafe(KEY_BYTES)
+    link = receipt_link(settings, order_id=order_id, key=key)
+    to_phone = normalize_phone(phone, default_region)
+    now = utcnow()
+    statement: Any = dialect_insert(session)(Receipt).values(
+        order_pk=order_pk,
+        store_id=store_id,
+        key_hash=digest(key),
+        to_phone=to_phone,
+        body=f"Your receipt from {store_name}: {link}",
+        link=link,
+        status=PENDING if to_phone else FAILED,
+        last_error=None if to_phone else UNUSABLE_NUMBER,
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+    )
+    statement = statement.on_conflict_do_nothing(index_elements=[Receipt.order_pk])
+    written = session.execute(statement.returning(Receipt.id)).first() is not None
+    if written and to_phone is None:
+        log.info("e-receipt for order %s not sent: unusable phone number", order_id)
+    return written
+
+
+@dataclass(frozen=True)
+class OpenedReceipt:
+    order: Order
+    store: Store
+
+
+def open_receipt(session: Session, *, order_id: str, key: str | None) -> OpenedReceipt | None:
+    """The order behind a receipt link, or None (unknown, wrong key, or gated off).
+
+    The look-up is by the key's SHA-256 digest, an exact match on a value derived
+    from a 128-bit secret, so timing reveals nothing usable.
+    """
+    if not key or len(key) > 100:
+        return None
+    row = session.execute(
+        select(Order, Store)
+        .join(Receipt, Receipt.order_pk == Order.id)
+        .join(Store, Store.id == Order.store_id)
+        .where(Receipt.key_hash == digest(key))
+    ).first()
+    if row is None:
+        return None
+    order, store = row
+    if order.order_id != order_id or not order_visible(order, store):
+        return None
+    return OpenedReceipt(order=order, store=store)
+
+
+def list_messages(session: Session, *, limit: int) -> list[dict[str, Any]]:
+    """The receipt messages, newest first, in the shape of `partnerlink sms list`."""
+    rows = session.execute(
+        select(Receipt, Order.order_id)
+        .join(Order, Order.id == Receipt.order_pk)
+        .order_by(Receipt.created_at.desc(), Receipt.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        {
+            "to": receipt.to_phone,
+            "body": receipt.body,
+            "link": receipt.link,
+            "orderId": order_id,
+            "storeId": receipt.store_id,
+            "status": receipt.status,
+            "createdAt": _iso(receipt.created_at),
+        }
+        for receipt, order_id in rows
+    ]
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()
