@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     run_worker: bool = True
     worker_poll_seconds: float = Field(0.5, gt=0)
+    # A crashed worker's upload is taken over once its lease (renewed every batch) runs out.
+    upload_lease_seconds: int = Field(30, gt=0)
 
     @field_validator("database_url")
     @classmethod
