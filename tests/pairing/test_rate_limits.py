@@ -138,6 +138,7 @@ def test_lockout_logs_one_warning_and_counts_by_scope(
     assert len(warnings) == 2
     assert "203.0.113.1" in warnings[0] and "global" in warnings[1]
     assert not any("111111" in w for w in warnings)
+    assert 'partnerlink_pairing_lockouts_total{scope="global"}' in client.get("/metrics").text
 
 
 def test_budgets_are_shared_through_redis(

@@ -197,3 +197,12 @@ def test_reservation_needs_a_signed_in_merchant(client: TestClient, shop: Shop) 
     )
     assert response.status_code == 401
     assert response.json()["code"] == "not_signed_in"
+
+
+def test_a_replacement_never_draws_the_replaced_number(
+    session: Session, settings: Settings, shop: Shop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _reserve_directly(session, settings, shop, shop.store)
+    draws = iter([first - 100_000, 654_321 - 100_000])
+    monkeypatch.setattr(secrets, "randbelow", lambda _n: next(draws))
+    assert _reserve_directly(session, settings, shop, shop.store) == 654_321

@@ -30,6 +30,8 @@ LOCKOUTS = Counter(
     "Times a pairing failure budget was spent, by scope",
     ["scope"],
 )
+for _scope in ("ip", "global"):  # exported at 0 from the start, so alerts can use rate()
+    LOCKOUTS.labels(scope=_scope)
 GLOBAL_KEY = "all"
 
 _build_lock = threading.Lock()

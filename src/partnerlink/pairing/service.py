@@ -68,15 +68,19 @@ def reserve_pairing_code(
     """Reserves a fresh code binding the merchant's store to the partner named by posType."""
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     partner = _active_partner(session, pos_type)
-    session.execute(
-        delete(PairingCode).where(
-            PairingCode.store_id == store.id, PairingCode.partner_id == partner.id
+    replaced = set(
+        session.scalars(
+            delete(PairingCode)
+            .where(PairingCode.store_id == store.id, PairingCode.partner_id == partner.id)
+            .returning(PairingCode.code)
         )
     )
     now = utcnow()
     expires_at = now + timedelta(seconds=settings.pairing_code_ttl_seconds)
     for _ in range(MAX_DRAWS):
         code = LOWEST_CODE + secrets.randbelow(HIGHEST_CODE - LOWEST_CODE + 1)
+        if code in replaced:  # the replaced code must stop working, even by chance
+            continue
         # An expired row keeps its number only until the number is drawn again.
         session.execute(
             delete(PairingCode).where(PairingCode.code == code, PairingCode.expires_at <= now)
