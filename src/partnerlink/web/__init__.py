@@ -1,0 +1,1 @@
+"""Shared machinery of the HTML pages: templates, signed form tokens, CSRF, cookies, CSP."""

@@ -1,0 +1,75 @@
+"""What the console's profile and store pages show, gathered from the domain services.
+
+Orders and customers come from capabilities that may be absent from a build;
+their sections then show an empty state instead of failing the page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+RECENT_ORDERS_SHOWN = 20
+
+CONVERSION_LABELS = {
+    "new": "New customer from an ad",
+    "returning": "Returning customer from an ad",
+    "organic": "Organic",
+    "anonymous": "Anonymous",
+}
+METHOD_LABELS = {"consent": "Consent screen", "pairing": "Pairing code"}
+
+
+def _customer_count(session: Session, profile_id: str) -> int | None:
+    try:
+        from partnerlink.customers.service import count_customers
+    except ImportError:
+        return None
+    return count_customers(session, profile_id=profile_id)
+
+
+def _recent_orders(session: Session, store_id: str) -> list[dict[str, Any]] | None:
+    try:
+        from partnerlink.orders.service import recent_orders
+    except ImportError:
+        return None
+    return recent_orders(session, store_id=store_id, limit=RECENT_ORDERS_SHOWN)
+
+
+def profile_context(session: Session, *, merchant_id: str, profile_id: str) -> dict[str, Any]:
+    """A profile with its stores and customer count; 404 for another merchant's."""
+    from partnerlink.merchant.service import owned_profile, profiles_view
+
+    profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
+    view = next(p for p in profiles_view(session, merchant_id=merchant_id) if p["id"] == profile.id)
+    return {
+        "profile": view,
+        "customer_count": _customer_count(session, profile.id),
+        "store_errors": {},
+        "form": {},
+    }
+
+
+def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[str, Any]:
+    """A store with its profile, connections, recent orders and the partners to pair with."""
+    from partnerlink.merchant.models import Profile
+    from partnerlink.merchant.service import list_store_connections, owned_store
+    from partnerlink.partners.service import list_partners
+    from partnerlink.stores.service import merchant_store_view
+
+    store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
+    profile = session.get(Profile, store.profile_id)
+    connections = list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
+    partners = [p for p in list_partners(session) if p.active]
+    live = [c for c in connections if not c.get("revokedAt")]
+    return {
+        "store": merchant_store_view(store),
+        "profile": profile,
+        "connections": connections,
+        "live_connections": live,
+        "partners": partners,
+        "orders": _recent_orders(session, store.id),
+        "conversion_labels": CONVERSION_LABELS,
+        "method_labels": METHOD_LABELS,
+    }
