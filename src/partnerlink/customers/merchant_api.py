@@ -1,5 +1,34 @@
-"""Routes of this domain (filled in by its capability)."""
+"""Merchant API (CONTRACT.md §4): a profile's customer base."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from partnerlink.customers.service import count_customers, customer_json, list_customers
+from partnerlink.deps import SessionDep
+from partnerlink.merchant.deps import CurrentMerchant
+from partnerlink.merchant.service import owned_profile
+
+router = APIRouter(tags=["Merchant"])
+
+DEFAULT_LIMIT = 50
+# Larger limits are cut to this: one page of a million-customer base must stay cheap.
+MAX_LIMIT = 1000
+
+
+@router.get("/profiles/{profileId}/customers")
+def get_profile_customers(
+    profileId: str,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=0)] = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    """The profile's customers, newest first, and how many it has; another merchant's is 404."""
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    customers = list_customers(session, profile_id=profile.id, limit=min(limit, MAX_LIMIT))
+    return {
+        "total": count_customers(session, profile_id=profile.id),
+        "customers": [customer_json(customer) for customer in customers],
+    }

@@ -31,6 +31,9 @@ _EMAIL_RE = re.compile(
 )
 
 MAX_PHONE_INPUT = 64
+# Characters a database refuses (NUL on PostgreSQL, lone surrogates in UTF-8) or
+# that have no place in a name: dropped from free text.
+_UNSTORABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 MAX_TEXT_LENGTH = 200
 
 
@@ -94,7 +97,7 @@ def normalize_text(raw: object, max_length: int = MAX_TEXT_LENGTH) -> str | None
     """A trimmed non-empty string cut to the column's length, else None."""
     if not isinstance(raw, str):
         return None
-    value = raw.strip()
+    value = _UNSTORABLE.sub("", raw).strip()
     if not value:
         return None
     return value[:max_length]

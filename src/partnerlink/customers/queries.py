@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Insert, Select, case, select
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Row,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    case,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.models import Customer
+from partnerlink.customers.merge import StoredRow
+from partnerlink.customers.models import Customer, Upload
+from partnerlink.db.base import utcnow
+from partnerlink.stores.models import Store
 
 
 def phone_match(profile_id: str, phone_number: str | None) -> Select[Customer]:
@@ -27,3 +44,229 @@ def insert_ignoring_duplicates(session: Session, rows: Sequence[dict[str, Any]])
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     return insert(Customer).values(list(rows)).on_conflict_do_nothing()
+
+
+# --- batch ingestion (Core on the hot path: no ORM objects per record) ---
+
+CUSTOMERS: Table = Customer.__table__  # type: ignore[assignment]
+_MATCH_COLUMNS = (
+    CUSTOMERS.c.id,
+    CUSTOMERS.c.email,
+    CUSTOMERS.c.phone_number,
+    CUSTOMERS.c.first_name,
+    CUSTOMERS.c.last_name,
+    CUSTOMERS.c.city,
+    CUSTOMERS.c.country_code,
+)
+_INSERT_CUSTOMER = insert(CUSTOMERS)
+_UPDATE_CUSTOMER = (
+    update(CUSTOMERS)
+    .where(CUSTOMERS.c.id == bindparam("customer_id"))
+    .values(
+        email=bindparam("email"),
+        phone_number=bindparam("phone_number"),
+        first_name=bindparam("first_name"),
+        last_name=bindparam("last_name"),
+        city=bindparam("city"),
+        country_code=bindparam("country_code"),
+        updated_at=bindparam("updated_at"),
+    )
+)
+
+
+def load_match_candidates(
+    session: Session, *, profile_id: str, emails: Collection[str], phones: Collection[str]
+) -> list[StoredRow]:
+    """Every stored customer a batch could match: by its emails, and by its phones.
+
+    On PostgreSQL the rows are locked until the batch commits, so a concurrent
+    order cannot change a customer between our read and our write.
+    """
+    lock = session.get_bind().dialect.name == "postgresql"
+    rows: dict[int, StoredRow] = {}
+    for column, keys in ((CUSTOMERS.c.email, emails), (CUSTOMERS.c.phone_number, phones)):
+        if not keys:
+            continue
+        statement = select(*_MATCH_COLUMNS).where(
+            CUSTOMERS.c.profile_id == profile_id, column.in_(list(keys))
+        )
+        if lock:
+            statement = statement.with_for_update()
+        for row in session.execute(statement):
+            rows[row[0]] = tuple(row)
+    return list(rows.values())
+
+
+def insert_customers(
+    session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
+) -> None:
+    """Plain batched INSERT of new customers (a concurrent duplicate raises IntegrityError)."""
+    if not values:
+        return
+    session.connection().execute(
+        _INSERT_CUSTOMER,
+        [
+            {
+                "profile_id": profile_id,
+                "email": v[0],
+                "phone_number": v[1],
+                "first_name": v[2],
+                "last_name": v[3],
+                "city": v[4],
+                "country_code": v[5],
+                "created_at": now,
+                "updated_at": now,
+            }
+            for v in values
+        ],
+    )
+
+
+def update_customers(
+    session: Session, *, rows: Sequence[tuple[int, Sequence[str | None]]], now: datetime
+) -> None:
+    """Batched UPDATE by id of every merged column."""
+    if not rows:
+        return
+    session.connection().execute(
+        _UPDATE_CUSTOMER,
+        [
+            {
+                "customer_id": customer_id,
+                "email": v[0],
+                "phone_number": v[1],
+                "first_name": v[2],
+                "last_name": v[3],
+                "city": v[4],
+                "country_code": v[5],
+                "updated_at": now,
+            }
+            for customer_id, v in rows
+        ],
+    )
+
+
+# --- upload claiming and progress ---
+
+
+def _claimable(now: datetime) -> ColumnElement[bool]:
+    return or_(
+        Upload.status == "received",
+        and_(Upload.status == "processing", Upload.lease_until < now),
+    )
+
+
+def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | None:
+    """Takes the oldest received upload, or one whose worker's lease ran out.
+
+    One conditional UPDATE decides (after SKIP LOCKED on PostgreSQL, so workers
+    do not queue on the same row); `attempts` doubles as the lease holder's
+    fencing token.
+    """
+    now = utcnow()
+    candidate = session.scalar(
+        select(Upload.id)
+        .where(_claimable(now))
+        .order_by(Upload.created_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    if candidate is None:
+        return None
+    return session.execute(
+        update(Upload)
+        .where(Upload.id == candidate, _claimable(now))
+        .values(
+            status="processing",
+            attempts=Upload.attempts + 1,
+            lease_until=now + timedelta(seconds=lease_seconds),
+        )
+        .returning(
+            Upload.id,
+            Upload.attempts,
+            Upload.store_id,
+            Upload.profile_id,
+            Upload.storage_key,
+            Upload.records_committed,
+            Upload.errors,
+        )
+        .execution_options(synchronize_session=False)
+    ).first()
+
+
+def renew_lease(session: Session, *, upload_id: str, attempt: int, lease_seconds: int) -> bool:
+    """Extends the lease if this attempt still holds it (and locks the upload row)."""
+    return (
+        session.execute(
+            update(Upload)
+            .where(
+                Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing"
+            )
+            .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
+            .returning(Upload.id)
+            .execution_options(synchronize_session=False)
+        ).first()
+        is not None
+    )
+
+
+def record_progress(
+    session: Session,
+    *,
+    upload_id: str,
+    next_index: int,
+    created: int,
+    updated: int,
+    unchanged: int,
+    rejected: int,
+    errors: list[dict[str, Any]] | None,
+) -> None:
+    """Commits a batch's counts with the batch: a restart resumes after `next_index`."""
+    values: dict[str, Any] = {
+        "records": next_index,
+        "records_committed": next_index,
+        "created": Upload.created + created,
+        "updated": Upload.updated + updated,
+        "unchanged": Upload.unchanged + unchanged,
+        "rejected": Upload.rejected + rejected,
+    }
+    if errors is not None:
+        values["errors"] = errors
+    session.execute(
+        update(Upload)
+        .where(Upload.id == upload_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def finish_upload(
+    session: Session, *, upload_id: str, attempt: int, status: str, reason: str | None
+) -> bool:
+    """Ends the upload as done or failed, if this attempt still holds it."""
+    return (
+        session.execute(
+            update(Upload)
+            .where(
+                Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing"
+            )
+            .values(status=status, failure_reason=reason, lease_until=None, finished_at=utcnow())
+            .returning(Upload.id)
+            .execution_options(synchronize_session=False)
+        ).first()
+        is not None
+    )
+
+
+def release_lease(session: Session, *, upload_id: str, attempt: int) -> None:
+    """Lets another loop retry at once after an unexpected error."""
+    session.execute(
+        update(Upload)
+        .where(Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing")
+        .values(lease_until=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def store_country(session: Session, *, store_id: str) -> str | None:
+    return session.scalar(select(Store.country_code).where(Store.id == store_id))

@@ -1,12 +1,17 @@
-"""Background ingestion of customer uploads (filled in by the customers capability)."""
+"""Background ingestion of customer uploads (one task of the worker loop)."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.customers.ingest import claim_upload, ingest_upload
 from partnerlink.settings import Settings
 
 
 def ingest_next_upload(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Claims one received upload and ingests it; returns 1 if it did work."""
-    return 0
+    upload = claim_upload(sessions, settings)
+    if upload is None:
+        return 0
+    ingest_upload(sessions, settings, upload)
+    return 1

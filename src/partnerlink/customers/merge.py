@@ -1,0 +1,148 @@
+"""The matching rule of CONTRACT.md §6 applied to a whole batch of records, in memory.
+
+Ingestion loads, in one or two queries, every stored customer a batch could
+match (by its emails and phones), then plans the batch here without touching
+the database: which customers to create, which to update. Records are applied
+in file order, exactly as one-by-one matching would, so later non-empty
+fields win.
+
+Counting collapses duplicates: a customer touched by several records of a
+batch counts once, on its first record — `created` if the batch created it,
+`updated` if its stored values differ at the end of the batch, else
+`unchanged` — and every further record of the same customer counts
+`unchanged`. So re-sending a list reports everything unchanged, even when the
+list holds conflicting duplicates (within one batch; see ingest.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# Positions in a normalized record and in Entity.values (same order as MERGED_COLUMNS).
+EMAIL, PHONE = 0, 1
+
+# (email, phone_number, first_name, last_name, city, country_code); None = not given.
+NormalizedRecord = tuple[str | None, str | None, str | None, str | None, str | None, str | None]
+# (id, email, phone_number, first_name, last_name, city, country_code) as stored.
+StoredRow = tuple[int, str | None, str | None, str | None, str | None, str | None, str | None]
+
+_NEW_SEQUENCE_START = 1 << 62  # new customers sort after every stored one ("oldest" = lowest)
+
+
+@dataclass(eq=False, slots=True)
+class Entity:
+    """A customer as the batch sees it: stored (with id) or created by the batch."""
+
+    id: int | None
+    seq: int
+    values: list[str | None]
+    initial: tuple[str | None, ...] | None  # None: created by this batch
+
+    @property
+    def changed(self) -> bool:
+        return self.initial is not None and tuple(self.values) != self.initial
+
+
+@dataclass
+class BatchPlan:
+    inserts: list[Entity] = field(default_factory=list)
+    updates: list[Entity] = field(default_factory=list)
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class _Workspace:
+    """The batch's customers, indexed the way the rule looks them up."""
+
+    def __init__(self, stored: Iterable[StoredRow]) -> None:
+        self.by_email: dict[str, Entity] = {}
+        self.phone_only: dict[str, Entity] = {}  # customers without email, by phone
+        self.with_email_by_phone: dict[str, list[Entity]] = {}
+        self._next_seq = _NEW_SEQUENCE_START
+        for row in stored:
+            values = list(row[1:])
+            self._index(Entity(id=row[0], seq=row[0], values=values, initial=tuple(values)))
+
+    def match(self, record: NormalizedRecord) -> Entity | None:
+        email, phone = record[EMAIL], record[PHONE]
+        if email is not None:
+            found = self.by_email.get(email)
+            if found is None and phone is not None:
+                found = self.phone_only.get(phone)  # it takes the email
+            return found
+        found = self.phone_only.get(phone)  # type: ignore[arg-type]
+        if found is None:
+            candidates = self.with_email_by_phone.get(phone)  # type: ignore[arg-type]
+            if candidates:
+                found = min(candidates, key=lambda entity: entity.seq)
+        return found
+
+    def create(self, record: NormalizedRecord) -> Entity:
+        self._next_seq += 1
+        entity = Entity(id=None, seq=self._next_seq, values=list(record), initial=None)
+        self._index(entity)
+        return entity
+
+    def apply(self, entity: Entity, record: NormalizedRecord) -> None:
+        """Non-empty incoming fields overwrite stored ones."""
+        values = entity.values
+        rekey = (record[EMAIL] is not None and record[EMAIL] != values[EMAIL]) or (
+            record[PHONE] is not None and record[PHONE] != values[PHONE]
+        )
+        if rekey:
+            self._unindex(entity)
+        for position, value in enumerate(record):
+            if value is not None:
+                values[position] = value
+        if rekey:
+            self._index(entity)
+
+    def _index(self, entity: Entity) -> None:
+        email, phone = entity.values[EMAIL], entity.values[PHONE]
+        if email is not None:
+            self.by_email[email] = entity
+            if phone is not None:
+                self.with_email_by_phone.setdefault(phone, []).append(entity)
+        elif phone is not None:
+            self.phone_only[phone] = entity
+
+    def _unindex(self, entity: Entity) -> None:
+        email, phone = entity.values[EMAIL], entity.values[PHONE]
+        if email is not None:
+            if self.by_email.get(email) is entity:
+                del self.by_email[email]
+            if phone is not None:
+                same_phone = self.with_email_by_phone.get(phone, [])
+                if entity in same_phone:
+                    same_phone.remove(entity)
+        elif phone is not None and self.phone_only.get(phone) is entity:
+            del self.phone_only[phone]
+
+
+def plan_batch(records: Sequence[NormalizedRecord], stored: Iterable[StoredRow]) -> BatchPlan:
+    """Plans a batch of valid records (each with an email or a phone) against stored rows."""
+    workspace = _Workspace(stored)
+    touched: dict[Entity, None] = {}
+    plan = BatchPlan()
+    for record in records:
+        entity = workspace.match(record)
+        if entity is None:
+            entity = workspace.create(record)
+        else:
+            workspace.apply(entity, record)
+        if entity in touched:
+            plan.unchanged += 1  # collapsed into the customer's first record of the batch
+        else:
+            touched[entity] = None
+    for entity in touched:
+        if entity.initial is None:
+            plan.inserts.append(entity)
+            plan.created += 1
+        elif entity.changed:
+            plan.updates.append(entity)
+            plan.updated += 1
+        else:
+            plan.unchanged += 1
+    return plan

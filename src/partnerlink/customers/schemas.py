@@ -1,0 +1,65 @@
+"""Request and response shapes of the customers endpoints (for validation and /docs)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Query
+from pydantic import BaseModel, Field
+
+# Documented only: tokens/deps.py reads it. New integrations send the Bearer header.
+LegacyAccessToken = Annotated[
+    str | None,
+    Query(
+        alias="access_token",
+        deprecated=True,
+        description="Legacy way to send the store access token; use the Authorization header.",
+    ),
+]
+
+
+class UploadUrlOut(BaseModel):
+    uploadUrl: str = Field(
+        description="Pre-signed, single-use URL: PUT the JSON array of customer records to it "
+        "(no Authorization header). Valid for PARTNERLINK_UPLOAD_URL_TTL_SECONDS (900 s)."
+    )
+
+
+class CustomerRecord(BaseModel):
+    """One element of the uploaded array; each carries whatever identifiers the partner has."""
+
+    email: str | None = Field(None, description="Primary match key.", examples=["ann@example.com"])
+    phoneNumber: str | None = Field(
+        None,
+        description="Fallback match key; E.164 preferred, else read in the store's country.",
+        examples=["+14155552671"],
+    )
+    firstName: str | None = None
+    lastName: str | None = None
+    city: str | None = None
+    countryCode: str | None = Field(None, examples=["US"])
+
+
+UploadStatus = Literal["received", "processing", "done", "failed"]
+
+
+class UploadReceivedOut(BaseModel):
+    uploadId: str
+    status: UploadStatus
+
+
+class RecordError(BaseModel):
+    index: int = Field(description="Position of the record in the array, from 0.")
+    reason: str
+
+
+class UploadStatusOut(BaseModel):
+    uploadId: str
+    status: UploadStatus
+    records: int = Field(description="Records read so far.")
+    created: int
+    updated: int
+    unchanged: int
+    rejected: int
+    errors: list[RecordError] = Field(description="The first 20 rejected records.")
+    reason: str | None = Field(None, description="Why the file failed (only when `failed`).")

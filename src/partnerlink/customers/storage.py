@@ -1,0 +1,111 @@
+"""Where uploaded customer files live: one small interface, a local directory by default.
+
+Ingestion only opens and deletes files by key, so an S3-compatible store (its
+own pre-signed PUT URLs, `get_object` streams) can be added here without
+touching ingestion.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from anyio import CancelScope, to_thread
+
+from partnerlink.settings import Settings
+
+# Chunks from the socket are gathered to this size before one write (and one thread hop).
+WRITE_BUFFER_BYTES = 1 << 20
+
+
+class UploadTooLarge(Exception):
+    """The stream passed the size limit; nothing was kept."""
+
+
+class UploadStorage(Protocol):
+    async def save(self, key: str, chunks: AsyncIterator[bytes], *, max_bytes: int) -> int:
+        """Stores the stream durably under `key`; returns its size in bytes."""
+        ...
+
+    def open(self, key: str) -> BinaryIO:
+        """Opens a stored file for reading."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Removes a stored file; a missing file is not an error."""
+        ...
+
+
+class LocalUploadStorage:
+    """Files in a local directory, written so that a 200 means they survive a crash."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError("storage key outside the upload directory")
+        return path
+
+    async def save(self, key: str, chunks: AsyncIterator[bytes], *, max_bytes: int) -> int:
+        """Streams to a temporary file, fsyncs it, then renames it into place.
+
+        Never holds more than one write buffer in memory; a partial file (size
+        limit, client gone, any error) is deleted.
+        """
+        final = self._path(key)
+        temp = final.with_name(f"{final.name}.{secrets.token_hex(8)}.part")
+        await to_thread.run_sync(lambda: final.parent.mkdir(parents=True, exist_ok=True))
+        handle = await to_thread.run_sync(lambda: open(temp, "xb"))  # noqa: SIM115
+        size = 0
+        try:
+            buffer = bytearray()
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > max_bytes:
+                    raise UploadTooLarge
+                buffer += chunk
+                if len(buffer) >= WRITE_BUFFER_BYTES:
+                    data, buffer = bytes(buffer), bytearray()
+                    await to_thread.run_sync(handle.write, data)
+            await to_thread.run_sync(_finish, handle, bytes(buffer), temp, final)
+        except BaseException:
+            # Shielded: a cancelled request (client gone) must still clean up.
+            with CancelScope(shield=True):
+                await to_thread.run_sync(_discard, handle, temp)
+            raise
+        return size
+
+    def open(self, key: str) -> BinaryIO:
+        return self._path(key).open("rb")
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+
+def _finish(handle: BinaryIO, tail: bytes, temp: Path, final: Path) -> None:
+    handle.write(tail)
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()
+    temp.rename(final)
+    # The rename itself must reach the disk too.
+    directory = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _discard(handle: BinaryIO, temp: Path) -> None:
+    handle.close()
+    temp.unlink(missing_ok=True)
+
+
+def upload_storage(settings: Settings) -> UploadStorage:
+    """The configured storage (today: the local upload directory)."""
+    return LocalUploadStorage(settings.effective_upload_dir)

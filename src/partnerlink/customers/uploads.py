@@ -1,0 +1,135 @@
+"""Upload URLs and the upload life cycle as the partner sees it (CONTRACT.md §6).
+
+An upload URL is `{public_url}/v1/uploads/{store_id}.{nonce}.{expires}.{signature}`:
+it names the store, a random single-use nonce and its expiry, signed with the
+service key, so it needs no other credential and no row until it is used.
+The nonce is unique among uploads, which makes a second PUT fail (403
+`upload_url_used`), even when two arrive at once.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from partnerlink.customers.models import Upload
+from partnerlink.problems import Forbidden, NotFound
+from partnerlink.security.secrets import sign, verify_signature
+from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
+
+UPLOAD_URL_PATH = "/v1/uploads/"
+_SIGNING_CONTEXT = "customer-upload:"
+_TOKEN_RE = re.compile(
+    r"([0-9A-Za-z-]{1,64})\.([0-9A-Za-z_-]{16,64})\.([0-9]{1,12})\.([0-9A-Za-z_-]{43})"
+)
+MAX_REPORTED_ERRORS = 20
+
+
+class InvalidUploadUrl(Forbidden):
+    code = "invalid_upload_url"
+    detail = "This upload URL is not valid; request a new one with GET /v1/customers."
+
+
+class UploadUrlExpired(Forbidden):
+    code = "upload_url_expired"
+    detail = "This upload URL has expired; request a new one with GET /v1/customers."
+
+
+class UploadUrlUsed(Forbidden):
+    code = "upload_url_used"
+    detail = "This upload URL was already used; request a new one with GET /v1/customers."
+
+
+@dataclass(frozen=True)
+class UploadGrant:
+    """What a verified upload URL allows: one file for one store."""
+
+    store_id: str
+    nonce: str
+    expires_at: int
+
+
+def issue_upload_url(*, settings: Settings, store_id: str) -> str:
+    """Signs a single-use upload URL for the store, valid for the configured lifetime."""
+    nonce = secrets.token_urlsafe(18)
+    expires_at = int(time.time()) + settings.upload_url_ttl_seconds
+    payload = f"{store_id}.{nonce}.{expires_at}"
+    signature = sign(settings.signing_key, _SIGNING_CONTEXT + payload)
+    return f"{settings.public_url}{UPLOAD_URL_PATH}{payload}.{signature}"
+
+
+def verify_upload_token(*, settings: Settings, token: str) -> UploadGrant:
+    """Checks the signature, then the expiry; raises 403 problems otherwise."""
+    match = _TOKEN_RE.fullmatch(token)
+    if match is None:
+        raise InvalidUploadUrl()
+    store_id, nonce, expires, signature = match.groups()
+    payload = f"{store_id}.{nonce}.{expires}"
+    if not verify_signature(settings.signing_key, _SIGNING_CONTEXT + payload, signature):
+        raise InvalidUploadUrl()
+    if time.time() >= int(expires):
+        raise UploadUrlExpired()
+    return UploadGrant(store_id=store_id, nonce=nonce, expires_at=int(expires))
+
+
+def ensure_upload_url_unused(session: Session, *, grant: UploadGrant) -> None:
+    """Refuses a used URL before its body is read (the unique nonce decides races)."""
+    if session.scalar(select(Upload.id).where(Upload.nonce == grant.nonce)) is not None:
+        raise UploadUrlUsed()
+
+
+def upload_storage_key(*, grant: UploadGrant, upload_id: str) -> str:
+    return f"{grant.store_id}/{upload_id}.json"
+
+
+def record_upload(
+    session: Session, *, grant: UploadGrant, upload_id: str, storage_key: str, size_bytes: int
+) -> Upload:
+    """Records a durably stored file as `received`, consuming the URL's nonce."""
+    profile_id = session.scalar(select(Store.profile_id).where(Store.id == grant.store_id))
+    if profile_id is None:
+        raise InvalidUploadUrl("The store of this upload URL no longer exists.")
+    upload = Upload(
+        id=upload_id,
+        nonce=grant.nonce,
+        store_id=grant.store_id,
+        profile_id=profile_id,
+        status="received",
+        storage_key=storage_key,
+        size_bytes=size_bytes,
+        errors=[],
+    )
+    try:
+        with session.begin_nested():
+            session.add(upload)
+    except IntegrityError as error:
+        raise UploadUrlUsed() from error
+    return upload
+
+
+def upload_status(session: Session, *, store_id: str, upload_id: str) -> dict[str, Any]:
+    """The status body of CONTRACT.md §6; another store's upload answers 404."""
+    upload = session.get(Upload, upload_id) if len(upload_id) <= 64 else None
+    if upload is None or upload.store_id != store_id:
+        raise NotFound("No such upload.")
+    body: dict[str, Any] = {
+        "uploadId": upload.id,
+        "status": upload.status,
+        "records": upload.records,
+        "created": upload.created,
+        "updated": upload.updated,
+        "unchanged": upload.unchanged,
+        "rejected": upload.rejected,
+        "errors": list(upload.errors or [])[:MAX_REPORTED_ERRORS],
+    }
+    if upload.status == "failed":
+        body["reason"] = upload.failure_reason
+    return body
