@@ -45,3 +45,22 @@ def test_oversized_json_body_answers_413(client: TestClient, session: Session) -
     )
     assert response.status_code == 413
     assert response.json()["code"] == "payload_too_large"
+
+
+def test_openapi_documents_problem_400_not_422(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    for path, item in schema["paths"].items():
+        assert path.startswith("/v1/"), path
+        for operation in item.values():
+            assert "422" not in operation["responses"], path
+
+
+def test_undecodable_json_answers_400_problem(client: TestClient, session: Session) -> None:
+    fixture = create_connected_store(session)
+    response = client.put(
+        "/v1/stores",
+        content=b"\xff\xfe{",
+        headers={**fixture.auth, "content-type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -17,7 +18,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from partnerlink import __version__
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
-from partnerlink.problems import DomainError, problem_from, problem_response
+from partnerlink.problems import (
+    PROBLEM_MEDIA_TYPE,
+    DomainError,
+    problem_body,
+    problem_from,
+    problem_response,
+)
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import Settings, get_settings
 from partnerlink.validation import problem_from_validation_error
@@ -84,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     _include_routers(app)
     _install_error_handlers(app)
+    _document_problems_not_422(app)
 
     static_dir = Path(__file__).parent / "static"
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
@@ -135,6 +143,45 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(ops.router)
 
 
+def _document_problems_not_422(app: FastAPI) -> None:
+    """Our validation failures answer 400 problem+json, so the schema must not promise 422."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            for path_item in schema.get("paths", {}).values():
+                for operation in path_item.values():
+                    responses = (
+                        operation.get("responses", {}) if isinstance(operation, dict) else {}
+                    )
+                    if responses.pop("422", None) is not None and "400" not in responses:
+                        responses["400"] = {
+                            "description": "Bad Request — code `missing_field`, `invalid_field`",
+                            "content": {
+                                PROBLEM_MEDIA_TYPE: {
+                                    "example": problem_body(
+                                        400,
+                                        "missing_field",
+                                        "storeName is required",
+                                        [{"field": "storeName", "message": "required"}],
+                                    )
+                                }
+                            },
+                        }
+            schemas = schema.get("components", {}).get("schemas", {})
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain_error(_request: Request, error: DomainError) -> JSONResponse:
@@ -159,6 +206,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         if error.status_code == 405:
             return problem_response(405, "method_not_allowed", "Method not allowed on this path.")
         detail = error.detail if isinstance(error.detail, str) else "Request refused."
+        if error.status_code == 400:
+            # Starlette's own refusals: a body that is not decodable JSON at all.
+            return problem_response(
+                400,
+                "malformed_request",
+                "The request body is not valid JSON.",
+                errors=[{"field": "body", "message": "not valid JSON"}],
+            )
         return problem_response(
             error.status_code, "http_error", detail, headers=dict(error.headers or {})
         )

@@ -60,6 +60,18 @@ class Settings(BaseSettings):
                 return "postgresql+psycopg://" + url[len(prefix) :]
         return url
 
+    @field_validator("pairing_failures_per_ip", "pairing_failures_global")
+    @classmethod
+    def _valid_rate_limit(cls, value: str) -> str:
+        # Refuse a typo at start-up rather than with a 500 on the first redemption.
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError as error:
+            raise ValueError(f"not a rate limit like '10/10minutes': {value!r}") from error
+        return value
+
     @field_validator("public_url", "connect_url", "receipt_url")
     @classmethod
     def _strip_slash(cls, url: str | None) -> str | None:
