@@ -22,10 +22,22 @@ from tests.connect.conftest import World, approve, build_world, fetch_all, merch
 CONCURRENCY = 20
 
 
-@pytest.fixture
-def two_worker_server(live_env: dict[str, str]) -> Iterator[LiveServer]:
-    """Two server processes, so that racing requests really run at the same time."""
-    server = LiveServer(live_env, workers=2)
+@pytest.fixture(scope="module")
+def two_worker_server(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """Two server processes, so that racing requests really run at the same time.
+
+    Shared by the module's tests (it keeps no state of its own; each test's
+    `settings` fixture empties the tables).
+    """
+    env = {
+        "PARTNERLINK_DATABASE_URL": database_url,
+        "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
+        "PARTNERLINK_DATA_DIR": str(tmp_path_factory.mktemp("two-workers")),
+        "PARTNERLINK_RUN_WORKER": "false",
+    }
+    server = LiveServer(env, workers=2)
     server.start()
     try:
         yield server
