@@ -19,7 +19,7 @@ from tests.connect.conftest import (
     merchant_headers,
     new_integration_token,
 )
-from tests.factories import create_merchant_account, create_profile
+from tests.factories import DEFAULT_PASSWORD, create_merchant_account, create_profile
 
 CONSENTS = "/merchant/api/consents"
 
@@ -31,7 +31,12 @@ def headers(session: Session, world: World) -> dict[str, str]:
 
 def test_full_consent_flow_through_the_merchant_api(client: TestClient, session: Session) -> None:
     world = build_world(session, ereceipt=True)
-    headers = merchant_headers(session, world.merchant)
+    signed_in = client.post(
+        "/merchant/api/sessions",
+        json={"email": world.merchant.email, "password": DEFAULT_PASSWORD},
+    )
+    assert signed_in.status_code == 200, signed_in.text
+    headers = {"Authorization": f"Bearer {signed_in.json()['sessionToken']}"}
     token = new_integration_token(client, world.partner)
     status_params = {**world.creds, "integration_token": token}
 

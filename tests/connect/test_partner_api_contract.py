@@ -50,6 +50,7 @@ def test_endpoint_is_documented_with_every_error(
     for parameter in operation["parameters"]:
         assert parameter["in"] == "query" and parameter["required"] is True
         assert parameter["description"], parameter["name"]
+    assert "422" not in operation["responses"]
     example = operation["responses"]["200"]["content"]["application/json"]["example"]
     assert example["success"] is True
     for status, code in errors.items():
