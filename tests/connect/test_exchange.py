@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -147,34 +148,20 @@ def test_exchange_without_a_parameter_answers_400(client: TestClient, world: Wor
     assert body["errors"] == [{"field": "integration_token", "message": "required"}]
 
 
-def test_ereceipt_is_true_when_offered_and_chosen(client: TestClient, session: Session) -> None:
-    world = build_world(session, ereceipt=True)
-    token = new_integration_token(client, world.partner)
-    approve(session, world, token, green_invoices=True)
-    body = exchange(client, world, token)
-    assert body["ereceipt"] is True
-    auth = {"Authorization": f"Bearer {body['accessToken']}"}
-    assert client.get("/v1/stores", headers=auth).json()["greenInvoices"] is True
-
-
-def test_ereceipt_is_false_when_the_merchant_did_not_opt_in(
-    client: TestClient, session: Session
+@pytest.mark.parametrize(
+    ("offered", "chosen", "expected"),
+    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+)
+def test_ereceipt_needs_the_partner_to_offer_it_and_the_merchant_to_choose_it(
+    client: TestClient, session: Session, offered: bool, chosen: bool, expected: bool
 ) -> None:
-    world = build_world(session, ereceipt=True)
+    world = build_world(session, ereceipt=offered)
     token = new_integration_token(client, world.partner)
-    approve(session, world, token, green_invoices=False)
-    assert exchange(client, world, token)["ereceipt"] is False
-
-
-def test_ereceipt_is_false_when_the_partner_does_not_offer_it(
-    client: TestClient, session: Session, world: World
-) -> None:
-    token = new_integration_token(client, world.partner)
-    approve(session, world, token, green_invoices=True)
+    approve(session, world, token, green_invoices=chosen)
     body = exchange(client, world, token)
-    assert body["ereceipt"] is False
+    assert body["ereceipt"] is expected
     auth = {"Authorization": f"Bearer {body['accessToken']}"}
-    assert client.get("/v1/stores", headers=auth).json()["greenInvoices"] is False
+    assert client.get("/v1/stores", headers=auth).json()["greenInvoices"] is expected
 
 
 def test_new_consent_for_the_same_store_revokes_the_older_tokens(
