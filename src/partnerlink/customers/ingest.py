@@ -16,6 +16,7 @@ repaired file reports them `unchanged`).
 from __future__ import annotations
 
 import logging
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.customers import queries
 from partnerlink.customers.merge import EMAIL, PHONE, plan_batch
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_batches
-from partnerlink.customers.storage import upload_storage
+from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
+from partnerlink.customers.storage import UploadStorage, upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.settings import Settings
@@ -53,6 +55,7 @@ class ClaimedUpload:
     store_id: str
     profile_id: str
     storage_key: str
+    size_bytes: int
     records_committed: int
     errors: list[dict[str, Any]]
     default_region: str | None
@@ -70,6 +73,7 @@ def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> Claimed
             store_id=row.store_id,
             profile_id=row.profile_id,
             storage_key=row.storage_key,
+            size_bytes=row.size_bytes,
             records_committed=row.records_committed,
             errors=list(row.errors or []),
             default_region=queries.store_country(session, store_id=row.store_id),
@@ -80,32 +84,17 @@ def ingest_upload(
     sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload
 ) -> None:
     """Ingests a claimed upload to the end (done or failed)."""
-    if upload.attempt > MAX_ATTEMPTS:
-        _finish(
-            sessions, upload, "failed", f"ingestion did not finish after {MAX_ATTEMPTS} attempts"
-        )
-        return
     storage = upload_storage(settings)
     try:
-        stream = storage.open(upload.storage_key)
-    except FileNotFoundError:
-        _finish(sessions, upload, "failed", "the stored file is missing")
-        return
-    try:
-        with stream:
-            batches = read_batches(
-                stream,
-                default_region=upload.default_region,
-                skip=upload.records_committed,
-                batch_size=BATCH_SIZE,
+        if upload.attempt > MAX_ATTEMPTS:
+            _finish(
+                sessions,
+                upload,
+                "failed",
+                f"ingestion did not finish after {MAX_ATTEMPTS} attempts",
             )
-            try:
-                for batch in batches:
-                    commit_batch(sessions, settings, upload, batch)
-            except UploadFileInvalid as error:
-                _finish(sessions, upload, "failed", str(error))
-            else:
-                _finish(sessions, upload, "done", None)
+        else:
+            _ingest(sessions, settings, storage, upload)
     except LeaseLost:
         log.warning("upload %s was taken over by another worker", upload.id)
         return
@@ -113,6 +102,35 @@ def ingest_upload(
         _release(sessions, upload)
         raise
     storage.delete(upload.storage_key)
+
+
+def _ingest(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    storage: UploadStorage,
+    upload: ClaimedUpload,
+) -> None:
+    options: dict[str, Any] = {
+        "default_region": upload.default_region,
+        "skip": upload.records_committed,
+        "batch_size": BATCH_SIZE,
+    }
+    try:
+        if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
+            batches = read_batches_elsewhere(storage, upload.storage_key, **options)
+            with closing(batches):
+                for batch in batches:
+                    commit_batch(sessions, settings, upload, batch)
+        else:
+            with storage.open(upload.storage_key) as stream:
+                for batch in read_batches(stream, **options):
+                    commit_batch(sessions, settings, upload, batch)
+    except FileNotFoundError:
+        _finish(sessions, upload, "failed", "the stored file is missing")
+    except UploadFileInvalid as error:
+        _finish(sessions, upload, "failed", str(error))
+    else:
+        _finish(sessions, upload, "done", None)
 
 
 def commit_batch(

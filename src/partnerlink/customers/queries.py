@@ -187,6 +187,7 @@ def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | Non
             Upload.store_id,
             Upload.profile_id,
             Upload.storage_key,
+            Upload.size_bytes,
             Upload.records_committed,
             Upload.errors,
         )

@@ -1,0 +1,358 @@
+"""Benchmark: a large customer file through the real upload URL of a real server.
+
+    .venv/bin/python bench/customers_ingest.py [--records 1000000]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+
+Generates a realistic file (varied phone formats, duplicates, some bad records;
+cached between runs), starts `partnerlink serve` on a fresh database, uploads
+the file through the URL of GET /v1/customers, waits for `done`, uploads it a
+second time, and prints records/second and the server's peak memory. Beside
+them, the ceiling: a plain batched insert of the same already-normalized rows
+into the same database (SQLAlchemy Core executemany, one transaction per
+batch, like ingestion's own writes), with the raw driver's figure for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, func, insert, select, text
+from sqlalchemy.engine import make_url
+
+from partnerlink.customers.ingest import BATCH_SIZE
+from partnerlink.customers.models import Customer
+from partnerlink.customers.reader import normalize_record
+from partnerlink.db.base import utcnow
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.db.migrate import upgrade
+from partnerlink.merchant.models import Profile
+from partnerlink.settings import Settings
+
+FIRST = ["Ann", "Bob", "Carla", "Dmitri", "Eve", "Françoise", "Günther", "Hiro", "Inès", "José",
+         "Kemal", "Liu", "Maria", "Nils", "Olu", "Priya", "Quinn", "Ravi", "Sofía", "Tomasz"]
+LAST = ["Smith", "Müller", "García", "Rossi", "Nguyen", "O'Brien", "Kowalski", "Tanaka", "Dubois",
+        "Jensen", "Okafor", "Silva", "Cohen", "Novak", "Larsen", "Yilmaz"]
+CITIES = ["Springfield", "New York", "Chicago", "Austin", "Seattle", "Berlin", "London", "São Paulo"]
+DOMAINS = ["gmail.com", "yahoo.com", "outlook.com", "example.org", "mail.example.co.uk", "web.de"]
+AREA_CODES = [201, 212, 305, 312, 415, 512, 617, 646, 702, 718, 773, 818, 917, 972]
+
+
+def person(i: int) -> dict[str, Any]:
+    """The i-th distinct person: identifiers derived from i so they never collide."""
+    rng = random.Random(i)
+    first, last = rng.choice(FIRST), rng.choice(LAST)
+    kind = rng.random()
+    email = None if kind < 0.05 else f"{first.lower()}.{last.lower()}{i}@{rng.choice(DOMAINS)}"
+    if email is not None and not email.isascii():
+        email = email.encode("ascii", "ignore").decode()
+    phone: str | None = None
+    if not 0.05 <= kind < 0.15:  # 5% phone only, 10% email only
+        region = rng.random()
+        if region < 0.8:
+            phone = f"+1{AREA_CODES[i % len(AREA_CODES)]}{200 + (i // 14) % 800}{i % 10000:04d}"
+        elif region < 0.9:
+            phone = f"+447700{i % 1000000:06d}"
+        else:
+            phone = f"+4915{i % 10:01d}{i % 10000000:07d}"
+    return {
+        "email": email,
+        "phoneNumber": phone,
+        "firstName": first,
+        "lastName": last,
+        "city": rng.choice(CITIES),
+        "countryCode": "US",
+    }
+
+
+def formatted(phone: str | None, rng: random.Random) -> str | None:
+    """The same number as people type it (the store is in the US)."""
+    if phone is None or not phone.startswith("+1"):
+        if phone and rng.random() < 0.5:
+            return f"{phone[:3]} {phone[3:7]} {phone[7:]}"
+        return phone
+    area, exchange, line = phone[2:5], phone[5:8], phone[8:]
+    style = rng.randrange(6)
+    return [
+        phone,
+        f"({area}) {exchange}-{line}",
+        f"{area}-{exchange}-{line}",
+        f"{area}.{exchange}.{line}",
+        f"+1 {area} {exchange} {line}",
+        f"1 ({area}) {exchange}-{line}",
+    ][style]
+
+
+def records(count: int) -> Iterator[Any]:
+    """~3% duplicates (re-typed, same person), ~1% bad records, the rest distinct people."""
+    rng = random.Random(42)
+    distinct = 0
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.01:
+            yield rng.choice(
+                [
+                    {"firstName": "Nobody"},
+                    {"email": "not-an-email", "firstName": "Bad"},
+                    {"email": "bad@", "phoneNumber": "12"},
+                    "not an object",
+                    {"phoneNumber": "call me"},
+                ]
+            )
+            continue
+        if roll < 0.04 and distinct:
+            source = person(rng.randrange(max(0, distinct - 50_000), distinct))
+            if source["email"] and rng.random() < 0.5:
+                source["email"] = f"  {source['email'].upper()} "
+        else:
+            source = person(distinct)
+            distinct += 1
+        source["phoneNumber"] = formatted(source["phoneNumber"], rng)
+        if roll > 0.995 and source["email"]:
+            source["email"] = "broken@@" + source["email"]  # invalid email, phone still counts
+        yield {k: v for k, v in source.items() if v is not None}
+
+
+def ensure_file(count: int, directory: Path) -> Path:
+    path = directory / f"customers-{count}.json"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".part")
+    with partial.open("w", encoding="utf-8") as out:
+        out.write("[\n")
+        for n, record in enumerate(records(count)):
+            if n:
+                out.write(",\n")
+            out.write(json.dumps(record, ensure_ascii=False))
+        out.write("\n]\n")
+    partial.rename(path)
+    return path
+
+
+def fresh_database(url: str | None, workdir: Path) -> tuple[str, Any]:
+    """A new empty database (SQLite file, or a database on the given PostgreSQL server)."""
+    if not url:
+        return f"sqlite:///{workdir / 'bench.db'}", lambda: None
+    server = make_url(Settings(database_url=url).database_url)
+    name = f"plk_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return server.set(database=name).render_as_string(hide_password=False), drop
+
+
+def connected_store(database_url: str) -> tuple[str, str]:
+    """A partner, merchant, profile and store with a live connection: (access token, profile id)."""
+    from tests.factories import create_connected_store
+
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    with make_sessionmaker(engine)() as session:
+        fixture = create_connected_store(session)
+        token, profile_id = fixture.access_token, fixture.profile.id
+    engine.dispose()
+    return token, profile_id
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM: the process's peak resident memory since it started."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def upload(base: str, token: str, path: Path) -> tuple[dict[str, Any], float, float]:
+    """Uploads through a fresh URL and waits for the end: (status, upload s, total s)."""
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(timeout=600) as client:
+        url = client.get(f"{base}/v1/customers", headers=auth).json()["uploadUrl"]
+        started = time.perf_counter()
+        with path.open("rb") as body:
+            response = client.put(url, content=body, headers={"Content-Type": "application/json"})
+        response.raise_for_status()
+        uploaded = time.perf_counter() - started
+        upload_id = response.json()["uploadId"]
+        while True:
+            status = client.get(f"{base}/v1/customers/uploads/{upload_id}", headers=auth).json()
+            if status["status"] in ("done", "failed"):
+                return status, uploaded, time.perf_counter() - started
+            time.sleep(0.1)
+
+
+def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
+    """Rows/s of plain batched inserts of the file's normalized, de-duplicated rows."""
+    import ijson
+
+    seen: set[str] = set()
+    rows: list[tuple[Any, ...]] = []
+    with path.open("rb") as stream:
+        for item in ijson.items(stream, "item"):
+            record = normalize_record(item, "US")
+            if isinstance(record, str):
+                continue
+            key = record[0] or record[1] or ""
+            if key not in seen:
+                seen.add(key)
+                rows.append(record)
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    with make_sessionmaker(engine)() as session:
+        merchant_id = session.scalar(select(Profile.merchant_id))
+        profiles = [Profile(merchant_id=merchant_id, name=f"ceiling {n}") for n in range(2)]
+        session.add_all(profiles)
+        session.commit()
+        profile_ids = [p.id for p in profiles]
+    now = utcnow()
+    table = Customer.__table__
+    columns = ["email", "phone_number", "first_name", "last_name", "city", "country_code"]
+    started = time.perf_counter()
+    for start in range(0, len(rows), BATCH_SIZE):
+        batch = [
+            {"profile_id": profile_ids[0], **dict(zip(columns, row, strict=True)),
+             "created_at": now, "updated_at": now}
+            for row in rows[start : start + BATCH_SIZE]
+        ]
+        with engine.begin() as conn:
+            conn.execute(insert(table), batch)
+    core = len(rows) / (time.perf_counter() - started)
+    # The raw driver, for reference: no SQLAlchemy per-row work at all.
+    placeholders = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+    sql = (
+        "INSERT INTO customers (profile_id, email, phone_number, first_name, last_name, city, "
+        f"country_code, created_at, updated_at) VALUES ({', '.join([placeholders] * 9)})"
+    )
+    stamp: Any = now.replace(tzinfo=None).isoformat(" ") if engine.dialect.name == "sqlite" else now
+    raw = engine.raw_connection()
+    started = time.perf_counter()
+    try:
+        for start in range(0, len(rows), BATCH_SIZE):
+            cursor = raw.cursor()
+            cursor.executemany(
+                sql,
+                [(profile_ids[1], *row, stamp, stamp) for row in rows[start : start + BATCH_SIZE]],
+            )
+            raw.commit()
+    finally:
+        raw.close()
+    raw_rate = len(rows) / (time.perf_counter() - started)
+    engine.dispose()
+    return core, raw_rate, len(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "plk-bench")
+    args = parser.parse_args()
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+
+    started = time.perf_counter()
+    path = ensure_file(args.records, args.cache_dir)
+    size_mb = path.stat().st_size / 1e6
+    print(f"file: {args.records:,} records, {size_mb:,.0f} MB ({time.perf_counter() - started:.0f} s to prepare)")
+
+    with tempfile.TemporaryDirectory(prefix="plk-bench-") as tmp:
+        workdir = Path(tmp)
+        database_url, drop_database = fresh_database(args.database_url, workdir)
+        try:
+            upgrade(Settings(database_url=database_url).database_url)
+            token, profile_id = connected_store(database_url)
+            port = _free_port()
+            base = f"http://127.0.0.1:{port}"
+            env = {
+                **os.environ,
+                "PARTNERLINK_DATABASE_URL": database_url,
+                "PARTNERLINK_PUBLIC_URL": base,
+                "PARTNERLINK_DATA_DIR": str(workdir),
+                "PARTNERLINK_SECRET_KEY": "bench-secret-key",
+                "PARTNERLINK_WORKER_POLL_SECONDS": "0.05",
+            }
+            log = (workdir / "server.log").open("wb")
+            server = subprocess.Popen(
+                [sys.executable, "-m", "partnerlink", "serve", "--port", str(port), "--workers", "1", "--json"],
+                env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
+            try:
+                _wait_healthy(base, server)
+                kind = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
+                print(f"database: {kind}")
+                results = []
+                for label in ("first upload", "re-upload"):
+                    status, up, total = upload(base, token, path)
+                    results.append((label, status, up, total))
+                    print(
+                        f"{label:>12}: {status['status']} in {total:6.1f} s (upload {up:4.1f} s) = "
+                        f"{args.records / total:8,.0f} records/s whole file, "
+                        f"{args.records / (total - up):8,.0f} records/s ingestion; "
+                        f"created {status['created']:,} updated {status['updated']:,} "
+                        f"unchanged {status['unchanged']:,} rejected {status['rejected']:,}"
+                    )
+                rss = peak_rss_mib(server.pid)
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+                log.close()
+            print(f"server peak RSS: {rss:,.0f} MiB")
+            engine = create_engine(Settings(database_url=database_url).database_url)
+            with engine.connect() as conn:
+                stored = conn.scalar(
+                    select(func.count()).select_from(Customer).where(Customer.profile_id == profile_id)
+                )
+            engine.dispose()
+            core, raw_rate, rows = ceiling(database_url, path)
+            first_total = results[0][3]
+            rate = args.records / first_total
+            print(f"customers stored: {stored:,}")
+            print(
+                f"ceiling: plain batched insert of the {rows:,} normalized rows: {core:,.0f} rows/s "
+                f"(SQLAlchemy Core executemany); raw driver executemany {raw_rate:,.0f} rows/s"
+            )
+            print(
+                f"whole file: {rate:,.0f} records/s = {100 * rate / core:.0f}% of the ceiling; "
+                f"re-upload {args.records / results[1][3]:,.0f} records/s"
+            )
+        finally:
+            drop_database()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(base: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit("server exited during start-up")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
