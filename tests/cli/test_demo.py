@@ -1,0 +1,196 @@
+"""`partnerlink demo`: what it sets up works, and running it again keeps working."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from partnerlink.merchant.models import Merchant, Profile
+from partnerlink.partners.models import Partner
+from partnerlink.stores.models import Store
+from tests.cli.conftest import RunCli
+from tests.conftest import LiveServer
+
+CliJson = Callable[..., Any]
+
+
+def test_demo_prints_everything_as_one_json_object(cli_json: CliJson, session: Session) -> None:
+    out = cli_json("demo")
+
+    assert {"partner", "merchant", "profile", "store", "pairingCode", "commands"} <= set(out)
+    assert set(out["partner"]) == {"id", "name", "posType", "clientId", "clientSecret", "ereceipt"}
+    assert out["partner"] | {"id": "", "clientId": "", "clientSecret": ""} == {
+        "id": "",
+        "name": "Demo POS",
+        "posType": "demo-pos",
+        "clientId": "",
+        "clientSecret": "",
+        "ereceipt": True,
+    }
+    assert {"id", "email", "password"} <= set(out["merchant"])
+    assert out["merchant"]["email"] == "demo@partnerlink.test"
+    assert out["profile"]["name"] == "Demo Bistro"
+    assert out["store"]["manual"] is True
+    assert isinstance(out["pairingCode"], int)
+    assert 100000 <= out["pairingCode"] <= 999999
+    partner = session.query(Partner).one()
+    assert partner.frame_origins == ["http://localhost:8080"]
+    store = session.get(Store, out["store"]["id"])
+    assert store is not None
+    assert store.profile_id == out["profile"]["id"]
+    assert store.pos_type == "demo-pos"
+
+
+def test_demo_commands_cover_both_flows(cli_json: CliJson) -> None:
+    out = cli_json("demo")
+
+    commands = out["commands"]
+    text = "\n".join(c["command"] for c in commands)
+    assert {c["flow"] for c in commands} == {"consent", "pairing"}
+    assert all(c["title"] and c["command"] for c in commands)
+    for fragment in [
+        '-X POST "$PL_BASE/v1/auth/integration?',
+        "$PL_BASE/v1/auth/integration?client_id",
+        "/connect/?client_id=$CLIENT_ID&integration_token=$IT",
+        "$PL_BASE/v1/auth/integration/token?",
+        "$PL_BASE/v1/auth/token?",
+        "grant_type=refresh_token",
+        "$PL_BASE/v1/auth/integration/pair",
+        f'{{"code": {out["pairingCode"]}}}',
+        '-X PUT "$PL_BASE/v1/stores" -H "Authorization: Bearer $ACCESS_TOKEN"',
+        '-X PUT "$PL_BASE/v1/stores" -H "Authorization: Bearer $PAIRED_TOKEN"',
+        out["partner"]["clientId"],
+        out["partner"]["clientSecret"],
+    ]:
+        assert fragment in text, fragment
+
+
+def test_demo_credentials_work(cli_json: CliJson, client: TestClient) -> None:
+    out = cli_json("demo")
+    partner = out["partner"]
+
+    integration = client.post(
+        "/v1/auth/integration",
+        params={"client_id": partner["clientId"], "client_secret": partner["clientSecret"]},
+    )
+    signed_in = client.post(
+        "/merchant/api/sessions",
+        json={"email": out["merchant"]["email"], "password": out["merchant"]["password"]},
+    )
+    paired = client.post("/v1/auth/integration/pair", json={"code": out["pairingCode"]})
+
+    assert integration.status_code == 200
+    assert signed_in.status_code == 200
+    assert paired.status_code == 200
+    assert paired.json()["storeId"] == out["store"]["id"]
+    assert paired.json()["posType"] == "demo-pos"
+    put = client.put(
+        "/v1/stores",
+        json={"storeName": "Demo", "storeAddress": "1 Main", "storeCountryCode": "US"},
+        headers={"Authorization": f"Bearer {paired.json()['access_token']}"},
+    )
+    assert put.status_code == 200
+
+
+def test_demo_run_again_reuses_records_and_renews_credentials(
+    cli_json: CliJson, client: TestClient, session: Session
+) -> None:
+    first = cli_json("demo")
+
+    second = cli_json("demo")
+
+    for part in ("partner", "merchant", "profile", "store"):
+        assert second[part]["id"] == first[part]["id"]
+    assert second["partner"]["clientId"] == first["partner"]["clientId"]
+    assert second["partner"]["clientSecret"] != first["partner"]["clientSecret"]
+    assert (session.query(Partner).count(), session.query(Merchant).count()) == (1, 1)
+    assert (session.query(Profile).count(), session.query(Store).count()) == (1, 1)
+    session.rollback()  # hand the one SQLite connection back to the app
+
+    def create_token(secret: str) -> int:
+        params = {"client_id": first["partner"]["clientId"], "client_secret": secret}
+        return client.post("/v1/auth/integration", params=params).status_code
+
+    assert create_token(first["partner"]["clientSecret"]) == 403
+    assert create_token(second["partner"]["clientSecret"]) == 200
+
+    def sign_in(password: str) -> int:
+        body = {"email": "demo@partnerlink.test", "password": password}
+        return client.post("/merchant/api/sessions", json=body).status_code
+
+    assert sign_in(first["merchant"]["password"]) == 401
+    assert sign_in(second["merchant"]["password"]) == 200
+
+    # The new code replaced the old one.
+    def redeem(code: int) -> int:
+        return client.post("/v1/auth/integration/pair", json={"code": code}).status_code
+
+    if first["pairingCode"] != second["pairingCode"]:
+        assert redeem(first["pairingCode"]) == 404
+    assert redeem(second["pairingCode"]) == 200
+
+
+def test_demo_text_output_is_ready_to_paste(cli: RunCli) -> None:
+    done = cli("demo")
+
+    assert done.returncode == 0, done.stderr
+    assert "Consent-screen flow" in done.stdout
+    assert "Pairing-code flow" in done.stdout
+    assert "demo@partnerlink.test" in done.stdout
+    # Commands are printed whole, one per line, never wrapped.
+    command_lines = [line for line in done.stdout.splitlines() if "curl -s" in line]
+    assert len(command_lines) >= 7
+    assert all(line.count("'") % 2 == 0 for line in command_lines)
+
+
+def run_bash(script: str) -> str:
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_printed_commands_run_against_a_live_server(live_server: LiveServer) -> None:
+    done = live_server.cli("demo", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    consent = [c["command"] for c in out["commands"] if c["flow"] == "consent"]
+    pairing = [c["command"] for c in out["commands"] if c["flow"] == "pairing"]
+
+    paired_output = run_bash("\n".join(pairing))
+
+    assert json.loads(paired_output.strip().splitlines()[-1])["store"]["id"] == out["store"]["id"]
+
+    # The consent screen is a browser page; here the merchant API stands in for the click.
+    approve = (
+        f'SESSION=$(curl -s -X POST "$PL_BASE/merchant/api/sessions" '
+        f"-H 'Content-Type: application/json' "
+        f'-d \'{{"email": "{out["merchant"]["email"]}", '
+        f'"password": "{out["merchant"]["password"]}"}}\' '
+        "| python3 -c 'import json,sys; print(json.load(sys.stdin)[\"sessionToken\"])')\n"
+        f'curl -s -X POST "$PL_BASE/merchant/api/consents/$IT/approve" '
+        f"-H \"Authorization: Bearer $SESSION\" -H 'Content-Type: application/json' "
+        f'-d \'{{"clientId": "\'$CLIENT_ID\'", "profileId": "{out["profile"]["id"]}", '
+        f'"greenInvoices": true}}\'\necho'
+    )
+    script = "\n".join([*consent[:3], approve, *consent[3:]])
+
+    consent_output = run_bash(script)
+
+    lines = consent_output.strip().splitlines()
+    assert '"status":"finished"' in consent_output.replace(" ", "")
+    stored = json.loads(lines[-1])["store"]
+    assert stored["name"] == "Demo Bistro (from the POS)"
+    assert stored["id"] != out["store"]["id"]  # consent to a profile makes a new store
