@@ -28,6 +28,7 @@ from tests.connect.conftest import (
 from tests.factories import create_partner
 
 STATUS = "/v1/auth/integration"
+EXCHANGE = "/v1/auth/integration/token"
 
 
 def test_create_answers_pending_token_with_success(
@@ -129,15 +130,30 @@ def test_expired_pending_token_reads_cancelled(
     assert client.get(STATUS, params=params).json()["status"] == "cancelled"
 
 
-def test_finished_token_still_reads_finished_after_its_lifetime(
+def test_unexchanged_finished_token_counts_as_cancelled_after_its_lifetime(
     client: TestClient, session: Session, world: World, settings: Settings
 ) -> None:
     settings.integration_token_ttl_seconds = 1
     token = new_integration_token(client, world.partner)
     approve(session, world, token)
+    params = {**world.creds, "integration_token": token}
+    assert client.get(STATUS, params=params).json()["status"] == "finished"
     time.sleep(1.1)
-    response = client.get(STATUS, params={**world.creds, "integration_token": token})
-    assert response.json()["status"] == "finished"
+    assert client.get(STATUS, params=params).json()["status"] == "cancelled"
+    assert_problem(client.get(EXCHANGE, params=params), 400, "not_finished")
+
+
+def test_exchanged_token_still_answers_410_after_its_lifetime(
+    client: TestClient, session: Session, world: World, settings: Settings
+) -> None:
+    settings.integration_token_ttl_seconds = 1
+    token = new_integration_token(client, world.partner)
+    approve(session, world, token)
+    params = {**world.creds, "integration_token": token}
+    assert client.get(EXCHANGE, params=params).status_code == 200
+    time.sleep(1.1)
+    assert client.get(STATUS, params=params).json()["status"] == "finished"
+    assert_problem(client.get(EXCHANGE, params=params), 410, "already_exchanged")
 
 
 def test_status_with_bad_credentials_answers_403(client: TestClient, world: World) -> None:

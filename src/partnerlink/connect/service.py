@@ -108,8 +108,14 @@ class ExchangedTokens:
 
 
 def effective_status(token: IntegrationToken, now: datetime) -> TokenStatus:
-    """The status a reader sees: a pending token past its lifetime reads as cancelled."""
-    if token.status == PENDING and token.expires_at <= now:
+    """The status a reader sees: a token past its lifetime reads as cancelled.
+
+    SPEC.md: "an expired token counts as cancelled". That covers a finished token
+    nobody exchanged in time too (an unredeemed grant should not live on, as with
+    OAuth authorization codes); an exchanged one stays finished, so a second
+    exchange still answers 410.
+    """
+    if token.exchanged_at is None and token.status != CANCELLED and token.expires_at <= now:
         return CANCELLED
     return cast(TokenStatus, token.status)
 
@@ -188,6 +194,7 @@ def exchange_integration_token(
             IntegrationToken.id == token.id,
             IntegrationToken.exchanged_at.is_(None),
             IntegrationToken.status == FINISHED,
+            IntegrationToken.expires_at > now,
         )
         .values(exchanged_at=now)
     )
