@@ -1,4 +1,5 @@
-"""Keeps secrets out of logs: the legacy ?access_token= and every credential query parameter."""
+"""Keeps secrets out of logs: the legacy ?access_token=, every credential query parameter,
+and the path segments that are credentials (integration tokens, pre-signed upload URLs)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ _PATTERN = re.compile(
     r"(?i)([?&](?:" + "|".join(re.escape(p) for p in SECRET_QUERY_PARAMS) + r")=)[^&\s\"]*"
 )
 
+# Merchant consent routes carry the integration token in the path
+# (/merchant/api/consents/{token}/...), and an upload URL is its own credential.
+_PATH_PATTERN = re.compile(r"(/merchant/api/consents/|/v1/uploads/)[^/?\s\"]+")
+
 
 def redact(text: str) -> str:
-    return _PATTERN.sub(r"\1[REDACTED]", text)
+    return _PATH_PATTERN.sub(r"\1[REDACTED]", _PATTERN.sub(r"\1[REDACTED]", text))
 
 
 class RedactingFilter(logging.Filter):
