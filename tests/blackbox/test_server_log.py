@@ -1,0 +1,62 @@
+"""No secret or token reaches the server log (SPEC.md Authentication rule 5, CONTRACT.md §3).
+
+The legacy `?access_token=` is accepted, but the token must never be written to the
+log; neither may client secrets, refresh tokens, integration tokens, upload URLs
+or receipt keys, wherever in the request line they travel.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.blackbox.box import Box
+from tests.blackbox.conftest import Cast
+
+
+def test_server_log_holds_no_secret_or_token(box: Box, cast: Cast) -> None:
+    secrets: list[str] = [cast.plain.client_secret, cast.merchant.session_token]
+    partner = cast.plain
+
+    # Consent flow: tokens in query strings and in merchant API paths.
+    declined = box.integration_token(partner)
+    box.http.get(
+        "/merchant/api/consents/" + declined,
+        params={"client_id": partner.client_id},
+        headers=cast.merchant.auth,
+    )
+    box.http.get(
+        "/connect/", params={"client_id": partner.client_id, "integration_token": declined}
+    )
+    box.http.post(
+        f"/merchant/api/consents/{declined}/decline",
+        json={"clientId": partner.client_id},
+        headers=cast.merchant.auth,
+    )
+    conn = box.connect_by_consent(partner, cast.merchant)
+    assert conn.refresh_token
+    refreshed = box.http.post(
+        "/v1/auth/token",
+        params={**partner.creds, "code": conn.refresh_token, "grant_type": "refresh_token"},
+    ).json()["accessToken"]
+    secrets += [declined, conn.access_token, conn.refresh_token, refreshed]
+
+    # Legacy query token, accepted and also refused.
+    legacy = {"access_token": conn.access_token}
+    assert box.http.get("/v1/stores", params=legacy).status_code == 200
+    assert box.http.get("/v1/customers", params=legacy).status_code == 200
+    box.http.get("/v1/stores", params={"access_token": conn.access_token + "x"})
+
+    # Pre-signed upload URL (the URL is the credential), used and unused.
+    used = box.http.get("/v1/customers", headers=conn.auth).json()["uploadUrl"]
+    httpx.put(used, json=[{"email": "log@example.com"}], timeout=30)
+    httpx.put(used, json=[], timeout=30)
+    secrets.append(used.rsplit("/", 1)[-1])
+
+    # Pairing code and the durable token it yields.
+    paired = box.connect_by_pairing(cast.plain2, cast.merchant)
+    secrets.append(paired.access_token)
+
+    logs = box.server.logs()
+    assert "/v1/stores" in logs, "the access log is expected to be on"
+    leaked = [s for s in secrets if s and s in logs]
+    assert leaked == [], f"{len(leaked)} secrets in the server log"
