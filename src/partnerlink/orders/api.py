@@ -4,28 +4,49 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
 
-from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.deps import SessionDep
 from partnerlink.orders.schemas import OrderAccepted, OrderIn
-from partnerlink.orders.service import ReceiptsDisabled, read_order, store_order
+from partnerlink.orders.service import ReceiptsDisabled, ServiceBusy, accept_order, read_order
 from partnerlink.problems import InvalidToken, NotFound, ValidationFailed, problem_responses
-from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
+from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
+from partnerlink.tokens.deps import (
+    CurrentStore,
+    LegacyAccessToken,
+    bearer_scheme,
+    presented_access_token,
+)
 
 router = APIRouter(tags=["Orders"])
+
+ACCEPTED = {"statusCode": 200}
+
+
+async def presented_token(
+    request: Request, _doc: Annotated[object, Depends(bearer_scheme)] = None
+) -> str:
+    """The caller's access token, refused (403) before the body is read when absent or malformed.
+
+    Checked against the database in the same unit of work that stores the order.
+    """
+    token = presented_access_token(request)
+    if not token.startswith(ACCESS_TOKEN_PREFIX):
+        raise InvalidToken()
+    return token
 
 
 @router.post(
     "/orders",
     response_model=OrderAccepted,
     summary="9. Send an order",
-    responses=problem_responses(ValidationFailed, InvalidToken),
+    responses=problem_responses(ValidationFailed, InvalidToken, ServiceBusy),
 )
-def post_order(
+async def post_order(
     order: OrderIn,
-    current: CurrentStore,
-    session: SessionDep,
-    settings: SettingsDep,
+    request: Request,
+    token: Annotated[str, Depends(presented_token)],
     _legacy_token: LegacyAccessToken = None,
 ) -> dict[str, Any]:
     """Creates or updates the order `orderId` of the connected store.
@@ -37,8 +58,16 @@ def post_order(
     on, the order is `CLOSED` and carries a customer phone, the customer gets one
     SMS with a link to the receipt, once per order.
     """
-    store_order(session, caller=current, order=order, settings=settings)
-    return {"statusCode": 200}
+    # The hot path: one hop to a worker thread does authentication and storage in one
+    # transaction, holding a database connection only there (see accept_order).
+    await run_in_threadpool(
+        accept_order,
+        request.app.state.sessionmaker,
+        token=token,
+        order=order,
+        settings=request.app.state.settings,
+    )
+    return ACCEPTED
 
 
 @router.get(

@@ -8,6 +8,7 @@ Unknown keys of `orderDetails`, of items and of payments are kept as given.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Annotated
@@ -28,6 +29,7 @@ from partnerlink.stores.schemas import StoreProfileIn
 _MONEY = re.compile(r"-?[0-9]{1,18}")
 _KNOWN_CURRENCIES = frozenset(list_currencies())
 _INT64 = 2**63
+MAX_DETAIL_DEPTH = 32
 
 
 def _string(value: object) -> object:
@@ -119,6 +121,33 @@ class OrderPaymentIn(BaseModel):
     paymentLast4: Text | None = Field(None, max_length=4)
 
 
+def storable_json(value: object, path: str = "orderDetails", depth: int = 0) -> object:
+    """Refuses what a JSON column cannot keep: NUL, lone surrogates, NaN, deep nesting."""
+    if depth > MAX_DETAIL_DEPTH:
+        raise PydanticCustomError("too_deep", "is nested too deeply")
+    if isinstance(value, str):
+        _storable_string(value, path)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("finite_number", "{path} must be a finite number", {"path": path})
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _storable_string(key, path)
+            storable_json(item, f"{path}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            storable_json(item, f"{path}[{index}]", depth + 1)
+    return value
+
+
+def _storable_string(value: str, path: str) -> None:
+    try:
+        clean_text(value)
+    except ValueError as error:
+        raise PydanticCustomError(
+            "invalid_text", "{path} {reason}", {"path": path, "reason": str(error)}
+        ) from None
+
+
 class OrderDetailsIn(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -140,7 +169,7 @@ class OrderIn(BaseModel):
     customerLastName: Text | None = Field(None, max_length=200)
     customerPhoneNumber: Text | None = Field(None, max_length=50)
     customerEmail: Text | None = Field(None, max_length=320)
-    orderDetails: OrderDetailsIn | None = None
+    orderDetails: Annotated[OrderDetailsIn | None, BeforeValidator(storable_json)] = None
     # The same fields as PUT /v1/stores; a snapshot updates the store profile.
     store: StoreProfileIn | None = None
 

@@ -8,11 +8,14 @@ instead of deadlocking on PostgreSQL.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
+from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
@@ -20,17 +23,25 @@ from partnerlink.orders import queries
 from partnerlink.orders.conversion import conversion_expression
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.problems import Forbidden, InvalidToken, NotFound
+from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
 from partnerlink.receipts.service import order_visible, queue_receipt, receipt_due
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import apply_store_profile, load_store
-from partnerlink.tokens.service import ConnectedStore
+from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
+
+log = logging.getLogger("partnerlink.orders")
 
 
 class ReceiptsDisabled(Forbidden):
     code = "receipts_disabled"
     detail = "E-receipts are turned off for this store."
+
+
+class ServiceBusy(DomainError):
+    status = 503
+    code = "busy"
+    detail = "The database is busy; retry shortly with exponential backoff."
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,26 @@ class _StoreFacts:
     name: str
     country_code: str
     green_invoices: bool
+
+
+def accept_order(
+    sessions: sessionmaker[Session], *, token: str, order: OrderIn, settings: Settings
+) -> StoredOrder:
+    """Authenticates the caller and stores its order: one thread, one transaction.
+
+    POST /v1/orders uses this instead of the request-scoped session: a session
+    held across several thread-pool hops (dependency, route, commit) can starve
+    the pool on SQLite's single connection under heavy concurrency, and each hop
+    costs time on the hottest path. The commit still happens before the answer.
+    """
+    try:
+        with sessions() as session, session.begin():
+            caller = authenticate_access_token(session, token)
+            return store_order(session, caller=caller, order=order, settings=settings)
+    except (OperationalError, SQLAlchemyTimeoutError) as error:
+        # Lock timeouts, deadlock victims, an exhausted pool: nothing was stored; retryable.
+        log.warning("order not stored, database busy: %s", type(error).__name__)
+        raise ServiceBusy(headers={"Retry-After": "1"}) from error
 
 
 def store_order(

@@ -100,11 +100,13 @@ def _claim_due(sessions: sessionmaker[Session], *, limit: int) -> list[_Claimed]
         ).all()
         if not rows:
             return []
-        order_ids = dict(
-            session.execute(
-                select(Order.id, Order.order_id).where(Order.id.in_([r.order_pk for r in rows]))
-            ).tuples()
-        )
+        pks = [row.order_pk for row in rows]
+        order_ids: dict[int, str] = {
+            pk: order_id
+            for pk, order_id in session.execute(
+                select(Order.id, Order.order_id).where(Order.id.in_(pks))
+            )
+        }
     return [
         _Claimed(
             id=row.id,

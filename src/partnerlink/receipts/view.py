@@ -79,7 +79,7 @@ def receipt_context(order: Order, store: Store) -> dict[str, Any]:
         "date": format_date(when, "long", locale=locale),
         "time": format_time(when, "short", locale=locale),
         "iso_time": when.isoformat(),
-        "items": items,
+        "lines": items,
         "tax_total": (
             format_money(sum(t for t in taxes if t is not None), currency, locale)
             if any(t is not None for t in taxes)
