@@ -93,15 +93,16 @@ def same_origin_post(request: Request, settings: Settings) -> bool:
     """Refuses form posts a browser marks as coming from another site.
 
     Defence in depth beside the CSRF token, and the only guard of the sign-in
-    form (which has no session yet): browsers send `Origin` on every POST and
-    `Sec-Fetch-Site` on modern versions.
+    form (which has no session yet). Every page answers `Referrer-Policy:
+    no-referrer`, under which browsers send `Origin: null` even for our own
+    forms; so the Fetch Metadata header `Sec-Fetch-Site` (sent by every current
+    browser) decides, and `Origin` only when it is absent.
     """
-    if request.headers.get("sec-fetch-site", "") == "cross-site":
-        return False
+    fetch_site = request.headers.get("sec-fetch-site", "")
+    if fetch_site:
+        return fetch_site in ("same-origin", "none")
     origin = request.headers.get("origin", "")
-    if not origin:
-        return True  # not a browser-driven cross-site post (browsers always send Origin)
-    if origin == "null":
-        return False
+    if not origin or origin == "null":
+        return True  # an older browser or a non-browser client: not a cross-site form post
     ours = {urlsplit(settings.public_url).netloc.lower(), request.headers.get("host", "").lower()}
     return urlsplit(origin).netloc.lower() in ours

@@ -63,7 +63,9 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
     connections = list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
     partners = [p for p in list_partners(session) if p.active]
     live = [c for c in connections if not c.get("revokedAt")]
+    names = {p.pos_type: p.name for p in partners}
     return {
+        "partner_name": names.get(store.pos_type or ""),
         "store": merchant_store_view(store),
         "profile": profile,
         "connections": connections,
