@@ -23,10 +23,12 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.customers import queries
+from partnerlink.customers import bulk, queries
+from partnerlink.customers.bulk import ConcurrentInsert
 from partnerlink.customers.merge import EMAIL, PHONE, plan_batch
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
+from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.customers.storage import UploadStorage, upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
@@ -138,6 +140,7 @@ def commit_batch(
 ) -> None:
     """Applies one batch and its progress in one transaction, retrying on write conflicts."""
     new_errors = _errors_with(upload.errors, batch.rejections)
+    careful = False
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
             with sessions() as session, session.begin():
@@ -148,7 +151,9 @@ def commit_batch(
                     lease_seconds=settings.upload_lease_seconds,
                 ):
                     raise LeaseLost
-                counts = apply_records(session, profile_id=upload.profile_id, batch=batch)
+                counts = apply_records(
+                    session, profile_id=upload.profile_id, batch=batch, careful=careful
+                )
                 queries.record_progress(
                     session,
                     upload_id=upload.id,
@@ -159,8 +164,12 @@ def commit_batch(
                     rejected=len(batch.rejections),
                     errors=new_errors if new_errors is not upload.errors else None,
                 )
-        except (IntegrityError, DBAPIError) as error:
-            # Unique-key collision with a concurrent writer, or a PostgreSQL deadlock.
+        except ConcurrentInsert:
+            careful = True  # next time, create this batch's new customers one by one
+            continue
+        except DBAPIError as error:
+            # A unique-key collision with a concurrent writer, or a PostgreSQL deadlock:
+            # planned again, the batch sees the other writer's rows.
             if attempt == BATCH_RETRIES or not _is_write_conflict(error):
                 raise
             log.info(
@@ -172,15 +181,22 @@ def commit_batch(
         upload.errors = new_errors
         upload.records_committed = batch.next_index
         return
+    raise RuntimeError(f"batch at {batch.first_index} did not settle after {BATCH_RETRIES} tries")
 
 
-def apply_records(session: Session, *, profile_id: str, batch: ParsedBatch) -> tuple[int, int, int]:
-    """Matches and merges the batch's valid records; returns (created, updated, unchanged)."""
+def apply_records(
+    session: Session, *, profile_id: str, batch: ParsedBatch, careful: bool = False
+) -> tuple[int, int, int]:
+    """Matches and merges the batch's valid records; returns (created, updated, unchanged).
+
+    `careful` creates new customers one by one (after a concurrent writer
+    created some of them first): each then merges into the winner's row.
+    """
     if not batch.records:
         return 0, 0, 0
     emails = {record[EMAIL] for record in batch.records if record[EMAIL] is not None}
     phones = {record[PHONE] for record in batch.records if record[PHONE] is not None}
-    stored = queries.load_match_candidates(
+    stored = bulk.load_match_candidates(
         session,
         profile_id=profile_id,
         emails=emails,  # type: ignore[arg-type]
@@ -189,15 +205,25 @@ def apply_records(session: Session, *, profile_id: str, batch: ParsedBatch) -> t
     plan = plan_batch(batch.records, stored)
     now = utcnow()
     # Updates first: a phone-only customer taking an email must not collide with new rows.
-    queries.update_customers(
+    bulk.update_customers(
         session,
         rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
         now=now,
     )
-    queries.insert_customers(
-        session, profile_id=profile_id, values=[entity.values for entity in plan.inserts], now=now
-    )
-    return plan.created, plan.updated, plan.unchanged
+    if not careful:
+        bulk.insert_customers(
+            session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
+        )
+        return plan.created, plan.updated, plan.unchanged
+    created, updated, unchanged = 0, plan.updated, plan.unchanged
+    for entity in plan.inserts:
+        _, outcome = upsert_customer(
+            session, profile_id=profile_id, fields=CustomerFields(*entity.values)
+        )
+        created += outcome == "created"
+        updated += outcome == "updated"
+        unchanged += outcome == "unchanged"
+    return created, updated, unchanged
 
 
 def _errors_with(
@@ -211,6 +237,7 @@ def _errors_with(
 
 
 def _is_write_conflict(error: DBAPIError) -> bool:
+    """A unique violation or a PostgreSQL deadlock / serialization failure."""
     if isinstance(error, IntegrityError):
         return True
     code = getattr(error.orig, "sqlstate", None)

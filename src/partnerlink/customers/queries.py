@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    ColumnElement,
-    Insert,
-    Row,
-    Select,
-    Table,
-    and_,
-    bindparam,
-    case,
-    insert,
-    or_,
-    select,
-    update,
-)
+from sqlalchemy import ColumnElement, Insert, Row, Select, and_, case, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.merge import StoredRow
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import utcnow
 from partnerlink.stores.models import Store
@@ -44,106 +30,6 @@ def insert_ignoring_duplicates(session: Session, rows: Sequence[dict[str, Any]])
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     return insert(Customer).values(list(rows)).on_conflict_do_nothing()
-
-
-# --- batch ingestion (Core on the hot path: no ORM objects per record) ---
-
-CUSTOMERS: Table = Customer.__table__  # type: ignore[assignment]
-_MATCH_COLUMNS = (
-    CUSTOMERS.c.id,
-    CUSTOMERS.c.email,
-    CUSTOMERS.c.phone_number,
-    CUSTOMERS.c.first_name,
-    CUSTOMERS.c.last_name,
-    CUSTOMERS.c.city,
-    CUSTOMERS.c.country_code,
-)
-_INSERT_CUSTOMER = insert(CUSTOMERS)
-_UPDATE_CUSTOMER = (
-    update(CUSTOMERS)
-    .where(CUSTOMERS.c.id == bindparam("customer_id"))
-    .values(
-        email=bindparam("email"),
-        phone_number=bindparam("phone_number"),
-        first_name=bindparam("first_name"),
-        last_name=bindparam("last_name"),
-        city=bindparam("city"),
-        country_code=bindparam("country_code"),
-        updated_at=bindparam("updated_at"),
-    )
-)
-
-
-def load_match_candidates(
-    session: Session, *, profile_id: str, emails: Collection[str], phones: Collection[str]
-) -> list[StoredRow]:
-    """Every stored customer a batch could match: by its emails, and by its phones.
-
-    On PostgreSQL the rows are locked until the batch commits, so a concurrent
-    order cannot change a customer between our read and our write.
-    """
-    lock = session.get_bind().dialect.name == "postgresql"
-    rows: dict[int, StoredRow] = {}
-    for column, keys in ((CUSTOMERS.c.email, emails), (CUSTOMERS.c.phone_number, phones)):
-        if not keys:
-            continue
-        statement = select(*_MATCH_COLUMNS).where(
-            CUSTOMERS.c.profile_id == profile_id, column.in_(list(keys))
-        )
-        if lock:
-            statement = statement.with_for_update()
-        for row in session.execute(statement):
-            rows[row[0]] = tuple(row)
-    return list(rows.values())
-
-
-def insert_customers(
-    session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
-) -> None:
-    """Plain batched INSERT of new customers (a concurrent duplicate raises IntegrityError)."""
-    if not values:
-        return
-    session.connection().execute(
-        _INSERT_CUSTOMER,
-        [
-            {
-                "profile_id": profile_id,
-                "email": v[0],
-                "phone_number": v[1],
-                "first_name": v[2],
-                "last_name": v[3],
-                "city": v[4],
-                "country_code": v[5],
-                "created_at": now,
-                "updated_at": now,
-            }
-            for v in values
-        ],
-    )
-
-
-def update_customers(
-    session: Session, *, rows: Sequence[tuple[int, Sequence[str | None]]], now: datetime
-) -> None:
-    """Batched UPDATE by id of every merged column."""
-    if not rows:
-        return
-    session.connection().execute(
-        _UPDATE_CUSTOMER,
-        [
-            {
-                "customer_id": customer_id,
-                "email": v[0],
-                "phone_number": v[1],
-                "first_name": v[2],
-                "last_name": v[3],
-                "city": v[4],
-                "country_code": v[5],
-                "updated_at": now,
-            }
-            for customer_id, v in rows
-        ],
-    )
 
 
 # --- upload claiming and progress ---

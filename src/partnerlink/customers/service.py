@@ -9,7 +9,7 @@ ones. Bulk ingestion (`ingest.py`) applies the same rule batch-wise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -48,6 +48,7 @@ class CustomerFields:
         return out
 
 
+Outcome = Literal["created", "updated", "unchanged"]
 MERGED_COLUMNS = ("email", "phone_number", "first_name", "last_name", "city", "country_code")
 
 
@@ -101,21 +102,31 @@ def resolve_customer(
     )
     if fields.email is None and fields.phone_number is None:
         return None
-    for _attempt in range(3):
-        customer = _resolve_once(session, profile_id=profile_id, fields=fields)
-        if customer is not None:
-            return customer
+    return upsert_customer(session, profile_id=profile_id, fields=fields)[0]
+
+
+def upsert_customer(
+    session: Session, *, profile_id: str, fields: CustomerFields
+) -> tuple[Customer, Outcome]:
+    """Applies one normalized record (with an email or a phone) by the matching rule.
+
+    A lost race (another writer created or took the customer meanwhile) is
+    resolved by matching again, against the winner's row.
+    """
+    for _attempt in range(5):
+        existing = _find_match(session, profile_id=profile_id, fields=fields)
+        if existing is not None:
+            changes = fields.changes_for(existing)
+            if not changes:
+                return existing, "unchanged"
+            merged = _merge(session, existing, changes)
+            if merged is not None:
+                return merged, "updated"
+            continue
+        new_id = _insert_new(session, profile_id=profile_id, fields=fields)
+        if new_id is not None:
+            return session.get(Customer, new_id, populate_existing=True), "created"  # type: ignore[return-value]
     raise RuntimeError("customer matching did not settle after concurrent changes")
-
-
-def _resolve_once(session: Session, *, profile_id: str, fields: CustomerFields) -> Customer | None:
-    existing = _find_match(session, profile_id=profile_id, fields=fields)
-    if existing is not None:
-        return _merge(session, existing, fields)
-    new_id = _insert_new(session, profile_id=profile_id, fields=fields)
-    if new_id is None:
-        return None  # lost a race: the other writer's row is found on the next attempt
-    return session.get(Customer, new_id, populate_existing=True)
 
 
 def _find_match(session: Session, *, profile_id: str, fields: CustomerFields) -> Customer | None:
@@ -143,10 +154,7 @@ def _find_match(session: Session, *, profile_id: str, fields: CustomerFields) ->
     )
 
 
-def _merge(session: Session, customer: Customer, fields: CustomerFields) -> Customer | None:
-    changes = fields.changes_for(customer)
-    if not changes:
-        return customer
+def _merge(session: Session, customer: Customer, changes: dict[str, str]) -> Customer | None:
     if "email" in changes:
         # Taking over a phone-only customer: only while it still has no email, and
         # only if nobody took this email meanwhile (unique key) — else match again.
@@ -216,13 +224,3 @@ def customer_json(customer: Customer) -> dict[str, Any]:
         "city": customer.city,
         "countryCode": customer.country_code,
     }
-
-
-__all__ = [
-    "CustomerFields",
-    "count_customers",
-    "customer_json",
-    "list_customers",
-    "normalize_fields",
-    "resolve_customer",
-]

@@ -1,0 +1,104 @@
+"""The SQL of batch ingestion, at the driver level: it runs for every record of a file.
+
+Statements go through `exec_driver_sql` with tuples: measured, SQLAlchemy's
+per-row parameter processing cost as much as SQLite's own insert work. They
+are written once per dialect here, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
+
+from partnerlink.customers.merge import StoredRow
+from partnerlink.customers.models import Customer
+
+_MERGED = "email, phone_number, first_name, last_name, city, country_code"
+
+
+class ConcurrentInsert(Exception):
+    """Another writer created some of the batch's new customers meanwhile."""
+
+
+def _placeholder(dialect: Dialect) -> str:
+    return "?" if dialect.paramstyle == "qmark" else "%s"
+
+
+@lru_cache(maxsize=8)
+def _in_list(placeholder: str, count: int) -> str:
+    return ", ".join([placeholder] * count)
+
+
+def _stamp(dialect: Dialect, now: datetime) -> Any:
+    """`now` as the driver must receive it for a UTCDateTime column."""
+    processor = Customer.__table__.c.created_at.type.dialect_impl(dialect).bind_processor(dialect)
+    return processor(now) if processor else now
+
+
+def load_match_candidates(
+    session: Session, *, profile_id: str, emails: Collection[str], phones: Collection[str]
+) -> list[StoredRow]:
+    """Every stored customer a batch could match: by its emails, and by its phones.
+
+    On PostgreSQL the rows are locked until the batch commits, so that a
+    concurrent order cannot change a customer between our read and our write.
+    """
+    connection = session.connection()
+    dialect = connection.dialect
+    postgres = dialect.name == "postgresql"
+    rows: dict[int, StoredRow] = {}
+    for column, keys in (("email", emails), ("phone_number", phones)):
+        if not keys:
+            continue
+        if postgres:
+            sql = (
+                f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
+                f"AND {column} = ANY(%s) FOR UPDATE"
+            )
+            params: tuple[Any, ...] = (profile_id, list(keys))
+        else:
+            sql = (
+                f"SELECT id, {_MERGED} FROM customers WHERE profile_id = ? "
+                f"AND {column} IN ({_in_list('?', len(keys))})"
+            )
+            params = (profile_id, *keys)
+        for row in connection.exec_driver_sql(sql, params):
+            rows[row[0]] = tuple(row)
+    return list(rows.values())
+
+
+def insert_customers(
+    session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
+) -> None:
+    """Batched INSERT of new customers; raises ConcurrentInsert if any already exists."""
+    if not values:
+        return
+    connection = session.connection()
+    mark = _placeholder(connection.dialect)
+    stamp = _stamp(connection.dialect, now)
+    sql = (
+        f"INSERT INTO customers (profile_id, {_MERGED}, created_at, updated_at) "
+        f"VALUES ({_in_list(mark, 9)}) ON CONFLICT DO NOTHING"
+    )
+    result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
+    if result.rowcount != len(values):
+        raise ConcurrentInsert
+
+
+def update_customers(
+    session: Session, *, rows: Sequence[tuple[int, Sequence[str | None]]], now: datetime
+) -> None:
+    """Batched UPDATE by id of every merged column."""
+    if not rows:
+        return
+    connection = session.connection()
+    mark = _placeholder(connection.dialect)
+    stamp = _stamp(connection.dialect, now)
+    columns = ", ".join(f"{name.strip()} = {mark}" for name in _MERGED.split(","))
+    sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
+    connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])
