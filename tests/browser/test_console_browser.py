@@ -127,7 +127,7 @@ def test_store_page_with_orders_and_ereceipts(
     phone.goto(f"{deployment.url}/merchant/stores/{store['id']}")
     phone.get_by_role("heading", name="Recent orders").wait_for()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
-    phone.screenshot(path=shots / "console-store-phone.png", full_page=True)
+    phone.screenshot(path=shots / "console-store-phone.png")
 
 
 def _send_orders(deployment: Deployment, token: str, profile_id: str, tmp_path: Path) -> None:
