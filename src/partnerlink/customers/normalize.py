@@ -144,9 +144,15 @@ def _fast_e164(value: str, region: str | None) -> str | None:
             return _UNDECIDED
         idd = parse_metadata.international_prefix
         country_code = parse_metadata.country_code
-        if (idd and _pattern(idd).match(digits)) or digits.startswith(str(country_code)):
+        if idd and _pattern(idd).match(digits):
             return _UNDECIDED
         national = digits
+        if digits.startswith(str(country_code)):
+            # "1 415 555 2671" in the US: the parse takes the leading digits for the
+            # country code when the whole is too long for a national number.
+            if _length_check(len(digits), parse_metadata) != _TOO_LONG:
+                return _UNDECIDED
+            national = digits[len(str(country_code)) :]
     if parse_metadata is None or not national or national[0] == "0":
         return _UNDECIDED
     prefix = parse_metadata.national_prefix_for_parsing
@@ -155,7 +161,7 @@ def _fast_e164(value: str, region: str | None) -> str | None:
     main = _main_metadata(country_code)
     if main is None:
         return _UNDECIDED
-    if _test_number_length(national, main) != phonenumbers.ValidationResult.IS_POSSIBLE:
+    if _length_check(len(national), main) != _IS_POSSIBLE:
         return None
     e164 = f"+{country_code}{national}"
     return e164 if len(e164) <= MAX_E164_LENGTH else None
@@ -177,6 +183,25 @@ def _main_metadata(country_code: int) -> Any:
     if region in (NON_GEOGRAPHIC_REGION, UNKNOWN_REGION):
         return None
     return PhoneMetadata.metadata_for_region_or_calling_code(country_code, region)
+
+
+_IS_POSSIBLE = phonenumbers.ValidationResult.IS_POSSIBLE
+_TOO_LONG = phonenumbers.ValidationResult.TOO_LONG
+
+
+_LENGTH_CHECKS: dict[tuple[int, int], int] = {}
+
+
+def _length_check(length: int, metadata: Any) -> int:
+    """libphonenumber's length test; it depends on nothing but the length and the metadata.
+
+    Metadata objects are loaded once and kept, so their identity is a stable key.
+    """
+    key = (id(metadata), length)
+    found = _LENGTH_CHECKS.get(key)
+    if found is None:
+        found = _LENGTH_CHECKS[key] = int(_test_number_length("0" * length, metadata))
+    return found
 
 
 @lru_cache(maxsize=512)
