@@ -7,6 +7,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 import httpx
@@ -77,8 +78,8 @@ def assert_problem(
     assert response.headers["content-type"].split(";")[0].strip() == PROBLEM_TYPE
     body: dict[str, Any] = response.json()
     assert set(body) >= PROBLEM_MEMBERS, body
-    assert body["type"] and isinstance(body["type"], str)
-    assert isinstance(body["title"], str) and body["title"]
+    assert body["type"] == "about:blank"
+    assert body["title"] == HTTPStatus(status).phrase
     assert body["status"] == status
     assert isinstance(body["detail"], str)
     assert isinstance(body["code"], str) and body["code"]
@@ -324,14 +325,22 @@ class Box:
                 raise AssertionError("condition not met in time")
             time.sleep(interval)
 
-    def wait_upload(self, conn: Connected, upload_id: str, timeout: float = 30.0) -> dict[str, Any]:
+    def wait_upload(self, conn: Connected, upload_id: str, timeout: float = 60.0) -> dict[str, Any]:
+        last: dict[str, Any] = {}
+
         def done() -> dict[str, Any] | None:
             r = self.http.get(f"/v1/customers/uploads/{upload_id}", headers=conn.auth)
             assert r.status_code == 200, r.text
-            body = dict(r.json())
-            return body if body["status"] in ("done", "failed") else None
+            last.update(r.json())
+            return dict(last) if last["status"] in ("done", "failed") else None
 
-        return dict(self.wait_for(done, timeout))
+        try:
+            return dict(self.wait_for(done, timeout))
+        except AssertionError as error:
+            tail = "\n".join(self.server.logs().splitlines()[-40:])
+            raise AssertionError(
+                f"upload not finished: {last}\n--- server log ---\n{tail}"
+            ) from error
 
     def upload_customers(self, conn: Connected, records: Any) -> dict[str, Any]:
         """Endpoint 8, then the PUT; answers the finished upload status."""

@@ -33,15 +33,16 @@ DEFAULT_ENV = {
 def start_box(
     database_url: str, tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
 ) -> Iterator[Box]:
+    """Starts a server; "{url}" in an env value becomes the server's own address."""
     data_dir: Path = tmp_path_factory.mktemp("blackbox")
     server = LiveServer(
         {
             "PARTNERLINK_DATABASE_URL": database_url,
             "PARTNERLINK_SECRET_KEY": f"blackbox-{uuid.uuid4().hex}",
             "PARTNERLINK_DATA_DIR": str(data_dir),
-            **env,
         }
     )
+    server.env.update({k: v.replace("{url}", server.url) for k, v in env.items()})
     server.start()
     box = Box(server)
     try:

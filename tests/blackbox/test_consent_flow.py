@@ -349,7 +349,9 @@ def test_refresh_answers_a_new_working_access_token(
     body = r.json()
     assert body["success"] is True
     assert isinstance(body["accessToken"], str) and body["accessToken"]
-    _parse(body["expiration"])
+    assert body["accessToken"] != connected.access_token
+    one_year = datetime.now(UTC) + timedelta(days=365)
+    assert abs((_parse(body["expiration"]) - one_year).total_seconds()) < 3600
     stores = box.http.get("/v1/stores", headers={"Authorization": f"Bearer {body['accessToken']}"})
     assert stores.status_code == 200
 
@@ -484,3 +486,23 @@ def test_logs_hold_no_secret_or_token(box: Box, world: World, connected: Connect
         connected.refresh_token,
     ):
         assert secret and secret not in logs
+
+
+@pytest.mark.parametrize("target", [{}, {"profileId": None}, {"profileId": 5}, {"storeId": ["x"]}])
+def test_approval_without_a_valid_target_answers_400(
+    box: Box, world: World, target: dict[str, object]
+) -> None:
+    token = box.integration_token(world.partner)
+    r = box.http.post(
+        f"/merchant/api/consents/{token}/approve",
+        json={"clientId": world.partner.client_id, **target},
+        headers=world.merchant.auth,
+    )
+    assert_problem(r, 400, secrets=(token,))
+    assert _status(box, world.partner, token) == "pending"
+
+
+def test_consent_view_without_client_id_answers_400(box: Box, world: World) -> None:
+    token = box.integration_token(world.partner)
+    r = box.http.get(f"/merchant/api/consents/{token}", headers=world.merchant.auth)
+    assert_problem(r, 400, secrets=(token,))

@@ -259,3 +259,29 @@ def test_merchant_customer_listing_limit_and_isolation(
     assert_problem(foreign, 404)
     no_session = box.http.get(f"/merchant/api/profiles/{conn.profile_id}/customers")
     assert_problem(no_session, 401)
+
+
+def test_phone_without_plus_is_read_in_the_store_country(box: Box, cast: Cast) -> None:
+    profile = box.new_profile(cast.merchant)
+    store = box.new_manual_store(cast.merchant, profile["id"], country="DE", currency="EUR")
+    conn = box.connect_by_consent(cast.plain, cast.merchant, store_id=store["id"])
+    box.upload_customers(conn, [{"phoneNumber": "030 12345678"}])
+    (customer,) = box.customers(cast.merchant, profile["id"])["customers"]
+    assert customer["phoneNumber"] == "+493012345678"
+
+
+@pytest.mark.parametrize("content", [b'{"email": "a@example.com"}', b"[{", b"not json at all"])
+def test_file_that_is_not_a_json_array_stores_no_customer(
+    box: Box, conn: Connected, content: bytes
+) -> None:
+    put = httpx.put(
+        _upload_url(box, conn),
+        content=content,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+    if put.status_code == 200:
+        assert box.wait_upload(conn, put.json()["uploadId"])["status"] == "failed"
+    else:
+        assert_problem(put, 400)
+    assert box.customers(conn.merchant, conn.profile_id)["total"] == 0

@@ -1,4 +1,5 @@
-"""Lifetimes from settings (CONTRACT.md §2): a server with every lifetime at 2 seconds.
+"""Settings of CONTRACT.md §2 on one server: every lifetime at 2 seconds, a small upload
+limit, and the receipt address moved to the connect address (SPEC.md's older variant).
 
 Everything that must expire is arranged first, then the module waits once.
 """
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from tests.blackbox.box import Box, Connected, assert_problem
+from tests.blackbox.box import Box, Connected, assert_problem, unique
 from tests.blackbox.conftest import DEFAULT_ENV, Cast, start_box
 
 TTL = 2
@@ -24,6 +25,7 @@ SHORT_ENV = {
     "PARTNERLINK_ACCESS_TOKEN_TTL_SECONDS": str(TTL),
     "PARTNERLINK_UPLOAD_URL_TTL_SECONDS": str(TTL),
     "PARTNERLINK_MAX_UPLOAD_BYTES": "300",
+    "PARTNERLINK_RECEIPT_URL": "{url}/connect",
 }
 
 
@@ -45,6 +47,8 @@ class Expired:
     consent: Connected
     paired: Connected
     upload_url: str
+    approved_token: str
+    exchanged_token: str
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +63,25 @@ def expired(short: Box, cast: Cast) -> Expired:
     r = short.http.get("/v1/customers", headers=consent.auth)
     assert r.status_code == 200, r.text
     upload_url = r.json()["uploadUrl"]
+    approved = short.integration_token(cast.plain)
+    assert short.approve(cast.merchant, cast.plain, approved, profile_id=profile["id"])
+    exchanged = short.integration_token(cast.plain)
+    assert short.approve(cast.merchant, cast.plain, exchanged, profile_id=profile["id"])
+    done = short.http.get(
+        "/v1/auth/integration/token", params={**cast.plain.creds, "integration_token": exchanged}
+    )
+    assert done.status_code == 200, done.text
     time.sleep(TTL + 1.5)
     return Expired(
-        started, pending, reserved["code"], reserved["expiresAt"], consent, paired, upload_url
+        started,
+        pending,
+        reserved["code"],
+        reserved["expiresAt"],
+        consent,
+        paired,
+        upload_url,
+        approved,
+        exchanged,
     )
 
 
@@ -137,3 +157,48 @@ def test_upload_larger_than_the_limit_answers_413(short: Box, expired: Expired) 
     big = [{"email": f"user{i}@example.com"} for i in range(50)]
     put = httpx.put(r.json()["uploadUrl"], json=big, timeout=30)
     assert_problem(put, 413, "payload_too_large")
+
+
+def test_expired_unexchanged_finished_token_counts_as_cancelled(
+    short: Box, cast: Cast, expired: Expired
+) -> None:
+    params = {**cast.plain.creds, "integration_token": expired.approved_token}
+    assert short.http.get("/v1/auth/integration", params=params).json()["status"] == "cancelled"
+    exchange = short.http.get("/v1/auth/integration/token", params=params)
+    assert_problem(exchange, 400, "not_finished", secrets=(expired.approved_token,))
+
+
+def test_exchanged_token_still_answers_410_after_its_lifetime(
+    short: Box, cast: Cast, expired: Expired
+) -> None:
+    params = {**cast.plain.creds, "integration_token": expired.exchanged_token}
+    exchange = short.http.get("/v1/auth/integration/token", params=params)
+    assert_problem(exchange, 410, "already_exchanged")
+
+
+def test_receipt_link_uses_the_configured_receipt_address(
+    short: Box, cast: Cast, expired: Expired
+) -> None:
+    conn = expired.paired
+    short.set_green_invoices(cast.merchant, conn.store_id, True)
+    order_id = unique("legacy-link")
+    order = {
+        "orderId": order_id,
+        "orderPrice": "990",
+        "orderCurrency": "USD",
+        "createdAt": "2024-05-01T12:00:00Z",
+        "customerPhoneNumber": "+15035550190",
+        "orderDetails": {"orderStatus": "CLOSED"},
+    }
+    assert short.http.post("/v1/orders", json=order, headers=conn.auth).status_code == 200
+
+    def link() -> str | None:
+        for message in short.cli_json("sms", "list", "--limit", "20"):
+            if message["orderId"] == order_id:
+                return str(message["link"])
+        return None
+
+    url = short.wait_for(link, timeout=20, interval=1)
+    assert url.startswith(f"{short.url}/connect/inv/{order_id}?k=")
+    assert httpx.get(url, timeout=30).status_code == 200
+    assert httpx.get(url.split("?")[0], timeout=30).status_code == 404

@@ -302,6 +302,8 @@ def test_merchant_order_listing_is_newest_first_and_limited(box: Box, cast: Cast
         send(box, conn, order(order_id, createdAt=iso(BASE + timedelta(days=i))))
     assert [o["orderId"] for o in listing(box, conn)] == list(reversed(ids))
     assert [o["orderId"] for o in listing(box, conn, limit=2)] == [ids[2], ids[1]]
+    for row in listing(box, conn):
+        assert datetime.fromisoformat(row["createdAt"].replace("Z", "+00:00")).tzinfo
     r = box.http.get(f"/merchant/api/stores/{conn.store_id}/orders", headers=cast.other.auth)
     assert_problem(r, 404)
     assert_problem(box.http.get(f"/merchant/api/stores/{conn.store_id}/orders"), 401)
@@ -566,7 +568,11 @@ def receipts(box: Box, cast: Cast, green: Connected, shop: Connected) -> Receipt
     return Receipts(green, list(box.wait_for(listed_all, timeout=20, interval=1)), ids)
 
 
-def test_sms_list_rows_carry_the_contract_keys(receipts: Receipts) -> None:
+def test_sms_list_rows_carry_the_contract_keys_newest_first(receipts: Receipts) -> None:
+    stamps = [
+        datetime.fromisoformat(m["createdAt"].replace("Z", "+00:00")) for m in receipts.messages
+    ]
+    assert stamps == sorted(stamps, reverse=True)
     for message in receipts.messages:
         assert set(message) == {
             "to",
@@ -650,3 +656,11 @@ def test_receipt_page_applies_the_gates_when_opened(box: Box, cast: Cast, tmp_pa
     reopened = {**body, "orderDetails": {**body["orderDetails"], "orderStatus": "OPEN"}}
     send(box, conn, reopened)
     assert httpx.get(url, timeout=30).status_code == 404
+
+
+def test_order_listing_defaults_to_fifty(box: Box, cast: Cast) -> None:
+    conn = box.connect_by_consent(cast.plain, cast.merchant)
+    for i in range(52):
+        send(box, conn, order(createdAt=iso(BASE + timedelta(minutes=i))))
+    r = box.http.get(f"/merchant/api/stores/{conn.store_id}/orders", headers=cast.merchant.auth)
+    assert len(r.json()["orders"]) == 50

@@ -208,3 +208,11 @@ def test_codes_reserved_at_once_are_distinct(box: Box, world: World) -> None:
         store = world.store(box)
         codes.add(box.reserve_code(world.merchant, store["id"], world.partner.pos_type)["code"])
     assert len(codes) == 5
+
+
+def test_codes_for_two_partners_on_one_store_both_redeem(box: Box, world: World) -> None:
+    store = world.store(box)
+    first = box.reserve_code(world.merchant, store["id"], world.partner.pos_type)["code"]
+    second = box.reserve_code(world.merchant, store["id"], world.other_partner.pos_type)["code"]
+    assert _redeem(box, {"code": first}).status_code == 200
+    assert _redeem(box, {"code": second}).status_code == 200

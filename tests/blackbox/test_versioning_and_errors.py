@@ -80,3 +80,13 @@ def test_oversized_json_body_answers_413_problem(box: Box) -> None:
         "/v1/auth/integration/pair", content=body, headers={"Content-Type": "application/json"}
     )
     assert_problem(response, 413, "payload_too_large")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("DELETE", "/v1/stores"), ("PATCH", "/v1/orders"), ("GET", "/v1/auth/token")],
+)
+def test_wrong_method_on_a_known_path_answers_a_problem(box: Box, method: str, path: str) -> None:
+    response = box.http.request(method, path)
+    assert_problem(response, response.status_code)
+    assert response.status_code in (403, 404, 405)
