@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,15 @@ from tests.factories import (
 )
 from tests.web.conftest import EMAIL, sign_in_console
 from tests.web.pages import assert_html, form, forms, labels, text
+
+
+@pytest.fixture
+def own_store(client: TestClient, session: Session) -> Store:
+    """A signed-in console whose merchant has one profile with one store."""
+    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
+    store = create_store(session, profile)
+    sign_in_console(client)
+    return store
 
 
 def store_flag(session: Session, store_id: str) -> bool:
@@ -158,10 +168,10 @@ def test_manual_store_with_missing_fields_shows_field_errors(
     assert 'value="Only a name"' in answer.text
 
 
-def test_turning_ereceipts_on_and_off(client: TestClient, session: Session) -> None:
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
+def test_turning_ereceipts_on_and_off(
+    client: TestClient, session: Session, own_store: Store
+) -> None:
+    store = own_store
     action = f"/merchant/stores/{store.id}/green-invoices"
     page = client.get(f"/merchant/stores/{store.id}").text
     turned_on = client.post(action, data=form(page, action).fields)
@@ -173,11 +183,9 @@ def test_turning_ereceipts_on_and_off(client: TestClient, session: Session) -> N
 
 
 def test_a_form_without_its_csrf_token_changes_nothing(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, own_store: Store
 ) -> None:
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
+    store = own_store
     action = f"/merchant/stores/{store.id}/green-invoices"
     for forged in ({"enabled": "on"}, {"enabled": "on", "csrf_token": "forged"}):
         assert_html(client.post(action, data=forged), 403)
@@ -185,11 +193,9 @@ def test_a_form_without_its_csrf_token_changes_nothing(
 
 
 def test_a_cross_site_post_with_a_valid_token_is_refused(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, own_store: Store
 ) -> None:
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
+    store = own_store
     action = f"/merchant/stores/{store.id}/green-invoices"
     fields = form(client.get(f"/merchant/stores/{store.id}").text, action).fields
     answer = client.post(action, data=fields, headers={"sec-fetch-site": "cross-site"})
@@ -207,12 +213,10 @@ def test_another_merchants_store_answers_404_page(client: TestClient, session: S
 
 
 def test_reserving_a_pairing_code_that_the_terminal_redeems(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, own_store: Store
 ) -> None:
+    store = own_store
     partner = create_partner(session, name="Till Co", pos_type="till-co")
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
     action = f"/merchant/stores/{store.id}/pairing-codes"
     page = client.get(f"/merchant/stores/{store.id}").text
     assert "Till Co" in text(page)
@@ -230,11 +234,9 @@ def test_reserving_a_pairing_code_that_the_terminal_redeems(
 
 
 def test_reserving_a_code_for_an_unknown_system_is_refused(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, own_store: Store
 ) -> None:
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
+    store = own_store
     action = f"/merchant/stores/{store.id}/pairing-codes"
     fields = form(client.get(f"/merchant/stores/{store.id}").text, "/merchant/signout").fields
     answer = client.post(action, data={**fields, "pos_type": "nope"})
@@ -265,14 +267,12 @@ def test_revoking_a_connection_stops_its_tokens(client: TestClient, session: Ses
 
 
 def test_store_page_shows_empty_states_before_any_data(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, own_store: Store
 ) -> None:
-    profile = create_profile(session, create_merchant_account(session, email=EMAIL))
-    store = create_store(session, profile)
-    sign_in_console(client)
+    store = own_store
     page = text(client.get(f"/merchant/stores/{store.id}").text)
     assert "No orders yet" in page and "No partner is connected" in page
-    assert "No customers yet" in text(client.get(f"/merchant/profiles/{profile.id}").text)
+    assert "No customers yet" in text(client.get(f"/merchant/profiles/{store.profile_id}").text)
 
 
 def test_store_page_lists_recent_orders_with_their_conversion(
