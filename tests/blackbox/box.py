@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -137,15 +136,6 @@ class Box:
         merchant = Merchant(id=out["id"], email=out["email"], password=PASSWORD)
         merchant.session_token = self.sign_in(email, PASSWORD)
         return merchant
-
-    def new_partners_and_merchants(
-        self, partners: int, merchants: int, *, ereceipt: bool = False
-    ) -> tuple[list[Partner], list[Merchant]]:
-        """Creates several at once: each CLI call is a process of its own."""
-        with ThreadPoolExecutor(partners + merchants) as pool:
-            p = [pool.submit(self.new_partner, ereceipt=ereceipt) for _ in range(partners)]
-            m = [pool.submit(self.new_merchant) for _ in range(merchants)]
-            return [f.result() for f in p], [f.result() for f in m]
 
     # merchant API ---------------------------------------------------------------
 
@@ -341,6 +331,17 @@ class Box:
             raise AssertionError(
                 f"upload not finished: {last}\n--- server log ---\n{tail}"
             ) from error
+
+    def sms_link(self, order_id: str) -> str:
+        """Waits for the e-receipt of `order_id` in `sms list` and answers its link."""
+
+        def link() -> str | None:
+            for message in self.cli_json("sms", "list", "--limit", "50"):
+                if message["orderId"] == order_id:
+                    return str(message["link"])
+            return None
+
+        return str(self.wait_for(link, timeout=30, interval=1))
 
     def upload_customers(self, conn: Connected, records: Any) -> dict[str, Any]:
         """Endpoint 8, then the PUT; answers the finished upload status."""

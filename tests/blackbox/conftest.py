@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,13 +73,6 @@ def cast(box: Box) -> Cast:
     plain, plain2 = box.new_partner(), box.new_partner()
     ereceipt = box.new_partner(ereceipt=True)
     return Cast(plain, plain2, ereceipt, box.new_merchant(), box.new_merchant())
-
-
-def run_parallel(*calls: object) -> list[object]:
-    """Runs zero-argument callables at once (each CLI call is its own process)."""
-    with ThreadPoolExecutor(max(1, len(calls))) as pool:
-        futures = [pool.submit(call) for call in calls]  # type: ignore[arg-type]
-        return [f.result() for f in futures]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:

@@ -28,6 +28,7 @@ def _status(box: Box, partner: Partner, token: str) -> str:
     r = box.http.get("/v1/auth/integration", params={**partner.creds, "integration_token": token})
     assert r.status_code == 200, r.text
     body = r.json()
+    assert set(body) == {"status", "success"}
     assert body["success"] is True
     return str(body["status"])
 
@@ -52,6 +53,7 @@ def test_create_answers_integration_token_and_success(box: Box, world: World) ->
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
+    assert set(body) == {"integrationToken", "success"}
     assert isinstance(body["integrationToken"], str) and body["integrationToken"]
     assert body["success"] is True
     assert _status(box, world.partner, body["integrationToken"]) == "pending"
@@ -172,6 +174,7 @@ def test_approved_token_exchanges_once_then_410(box: Box, world: World) -> None:
     first = _exchange(box, world.partner, token)
     assert first.status_code == 200, first.text
     body = first.json()
+    assert set(body) == {"accessToken", "refreshToken", "expiration", "success", "ereceipt"}
     assert isinstance(body["accessToken"], str) and body["accessToken"]
     assert isinstance(body["refreshToken"], str) and body["refreshToken"]
     assert body["accessToken"] != body["refreshToken"]
@@ -347,6 +350,7 @@ def test_refresh_answers_a_new_working_access_token(
     r = _refresh(box, world.partner, connected.refresh_token)
     assert r.status_code == 200, r.text
     body = r.json()
+    assert set(body) == {"accessToken", "expiration", "success"}
     assert body["success"] is True
     assert isinstance(body["accessToken"], str) and body["accessToken"]
     assert body["accessToken"] != connected.access_token

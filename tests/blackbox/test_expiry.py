@@ -191,14 +191,7 @@ def test_receipt_link_uses_the_configured_receipt_address(
         "orderDetails": {"orderStatus": "CLOSED"},
     }
     assert short.http.post("/v1/orders", json=order, headers=conn.auth).status_code == 200
-
-    def link() -> str | None:
-        for message in short.cli_json("sms", "list", "--limit", "20"):
-            if message["orderId"] == order_id:
-                return str(message["link"])
-        return None
-
-    url = short.wait_for(link, timeout=20, interval=1)
+    url = short.sms_link(order_id)
     assert url.startswith(f"{short.url}/connect/inv/{order_id}?k=")
     assert httpx.get(url, timeout=30).status_code == 200
     assert httpx.get(url.split("?")[0], timeout=30).status_code == 404

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,11 +33,6 @@ def _redeem(box: Box, body: Any) -> Any:
     return box.http.post("/v1/auth/integration/pair", json=body)
 
 
-def _unreserved_code(box: Box) -> int:
-    """A code nobody holds: one reserved then replaced answers 404 for sure."""
-    return random.randint(100000, 999999)
-
-
 def test_reservation_answers_six_digit_code_expiry_and_pos_type(box: Box, world: World) -> None:
     store = world.store(box)
     reserved = box.reserve_code(world.merchant, store["id"], world.partner.pos_type)
@@ -64,6 +58,7 @@ def test_redeeming_answers_access_token_store_id_and_pos_type(box: Box, world: W
     r = _redeem(box, {"code": code})
     assert r.status_code == 200, r.text
     body = r.json()
+    assert set(body) == {"access_token", "storeId", "posType", "success"}
     assert isinstance(body["access_token"], str) and body["access_token"]
     assert body["storeId"] == store["id"]
     assert body["posType"] == world.partner.pos_type
@@ -105,6 +100,8 @@ def test_an_unknown_code_answers_404(box: Box, world: World) -> None:
         {},
         {"code": None},
         {"code": "abcdef"},
+        {"code": "123456"},
+        {"code": 123456.5},
         {"code": ""},
         {"code": [123456]},
         {"code": {"value": 123456}},
