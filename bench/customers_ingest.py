@@ -106,8 +106,9 @@ def person(i: int) -> dict[str, Any]:
     phone: str | None = None
     if not 0.05 <= kind < 0.15:  # 5% phone only, 10% email only
         region = rng.random()
-        if region < 0.8:
-            phone = f"+1{AREA_CODES[i % len(AREA_CODES)]}{200 + (i // 14) % 800}{i % 10000:04d}"
+        if region < 0.8:  # unique for the first 112 million people
+            area = AREA_CODES[i % len(AREA_CODES)]
+            phone = f"+1{area}{200 + (i // 14) % 800}{(i // 11200) % 10000:04d}"
         elif region < 0.9:
             phone = f"+447700{i % 1000000:06d}"
         else:
@@ -227,10 +228,14 @@ def _status_kib(pid: int, field: str) -> int:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    """Children of every thread (the upload reader is started by the worker thread)."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found.extend(int(c) for c in children.read_text().split())
+        except OSError:
+            continue
+    return found
 
 
 class MemoryWatch:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.customers.models import Customer
 from partnerlink.settings import Settings
 from partnerlink.worker import run_once
 from tests.factories import ConnectedStoreFixture, create_connected_store
@@ -59,3 +62,52 @@ def ingest(
     drain_worker(app, settings)
     status: dict[str, Any] = upload_status(client, connected, response.json()["uploadId"])
     return status
+
+
+@dataclass
+class Uploader:
+    """One connected store uploading through the real URL, with the worker run in-process."""
+
+    client: TestClient
+    app: FastAPI
+    settings: Settings
+    connected: ConnectedStoreFixture
+    session: Session
+
+    def ingest(
+        self, records: Any, connected: ConnectedStoreFixture | None = None
+    ) -> dict[str, Any]:
+        return ingest(self.client, self.app, self.settings, connected or self.connected, records)
+
+    def customers(self, profile_id: str | None = None) -> list[tuple[Any, ...]]:
+        """(email, phone, first, last, city, country) of the profile's customers, oldest first."""
+        rows = self.session.execute(
+            select(
+                Customer.email,
+                Customer.phone_number,
+                Customer.first_name,
+                Customer.last_name,
+                Customer.city,
+                Customer.country_code,
+            )
+            .where(Customer.profile_id == (profile_id or self.connected.profile.id))
+            .order_by(Customer.id)
+        ).all()
+        self.session.rollback()  # SQLite: do not keep the write lock
+        return [tuple(row) for row in rows]
+
+
+@pytest.fixture
+def uploader(
+    client: TestClient,
+    app: FastAPI,
+    settings: Settings,
+    connected: ConnectedStoreFixture,
+    session: Session,
+) -> Uploader:
+    return Uploader(client, app, settings, connected, session)
+
+
+def counts(status: dict[str, Any]) -> tuple[int, ...]:
+    """(records, created, updated, unchanged, rejected)."""
+    return tuple(status[k] for k in ("records", "created", "updated", "unchanged", "rejected"))

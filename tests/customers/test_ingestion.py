@@ -2,41 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from partnerlink.customers.models import Customer
-from partnerlink.customers.service import resolve_customer
 from partnerlink.settings import Settings
-from tests.customers.conftest import ingest
-from tests.factories import ConnectedStoreFixture, create_store
-
-
-def customers(session: Session, profile_id: str) -> list[tuple[Any, ...]]:
-    rows = session.execute(
-        select(
-            Customer.email,
-            Customer.phone_number,
-            Customer.first_name,
-            Customer.last_name,
-            Customer.city,
-            Customer.country_code,
-        )
-        .where(Customer.profile_id == profile_id)
-        .order_by(Customer.id)
-    ).all()
-    session.rollback()
-    return [tuple(r) for r in rows]
-
-
-def counts(status: dict[str, Any]) -> tuple[int, ...]:
-    return tuple(status[k] for k in ("records", "created", "updated", "unchanged", "rejected"))
-
+from partnerlink.tokens.service import issue_access_token, open_connection
+from tests.customers.conftest import Uploader, counts
+from tests.factories import create_connected_store, create_store
 
 SAMPLE = [
     {
@@ -52,28 +27,20 @@ SAMPLE = [
 ]
 
 
-def test_records_are_normalized_and_stored(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
-    status = ingest(client, app, settings, connected, SAMPLE)
+def test_records_are_normalized_and_stored(uploader: Uploader) -> None:
+    status = uploader.ingest(SAMPLE)
     assert status["status"] == "done"
     assert counts(status) == (3, 3, 0, 0, 0)
     assert status["errors"] == []
-    assert customers(session, connected.profile.id) == [
+    assert uploader.customers() == [
         ("ann@example.com", "+14155552671", "Ann", "Lee", "SF", "US"),
         ("bob@example.com", None, "Bob", None, None, None),
         (None, "+447700900123", "Cy", None, None, None),
     ]
 
 
-def test_status_body_has_exactly_the_contract_fields(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
-    status = ingest(client, app, settings, connected, SAMPLE)
+def test_status_body_has_exactly_the_contract_fields(uploader: Uploader) -> None:
+    status = uploader.ingest(SAMPLE)
     assert set(status) == {
         "uploadId",
         "status",
@@ -87,26 +54,16 @@ def test_status_body_has_exactly_the_contract_fields(
 
 
 def test_re_uploading_the_same_list_creates_nothing_and_reports_unchanged(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
+    uploader: Uploader,
 ) -> None:
-    ingest(client, app, settings, connected, SAMPLE)
-    before = customers(session, connected.profile.id)
-    again = ingest(client, app, settings, connected, SAMPLE)
+    uploader.ingest(SAMPLE)
+    before = uploader.customers()
+    again = uploader.ingest(SAMPLE)
     assert counts(again) == (3, 0, 0, 3, 0)
-    assert customers(session, connected.profile.id) == before
+    assert uploader.customers() == before
 
 
-def test_duplicates_inside_one_file_collapse(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
+def test_duplicates_inside_one_file_collapse(uploader: Uploader) -> None:
     records = [
         {"email": "ann@example.com", "firstName": "Ann"},
         {"email": " ANN@example.com ", "firstName": "Ann"},
@@ -114,47 +71,39 @@ def test_duplicates_inside_one_file_collapse(
         {"phoneNumber": "+14155552671"},
         {"phoneNumber": "415-555-2671", "lastName": "Doe"},
     ]
-    status = ingest(client, app, settings, connected, records)
+    status = uploader.ingest(records)
     assert counts(status) == (5, 2, 0, 3, 0)
-    assert customers(session, connected.profile.id) == [
+    assert uploader.customers() == [
         ("ann@example.com", None, "Ann", None, "Oslo", None),
         (None, "+14155552671", None, "Doe", None, None),
     ]
-    again = ingest(client, app, settings, connected, records)
+    again = uploader.ingest(records)
     assert counts(again) == (5, 0, 0, 5, 0)
 
 
 def test_later_duplicate_with_other_values_wins_and_re_upload_stays_unchanged(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
+    uploader: Uploader,
 ) -> None:
     records = [
         {"email": "ann@example.com", "firstName": "Ann"},
         {"email": "ann@example.com", "firstName": "Anna"},
     ]
-    assert counts(ingest(client, app, settings, connected, records)) == (2, 1, 0, 1, 0)
-    assert customers(session, connected.profile.id)[0][2] == "Anna"
-    assert counts(ingest(client, app, settings, connected, records)) == (2, 0, 0, 2, 0)
+    assert counts(uploader.ingest(records)) == (2, 1, 0, 1, 0)
+    assert uploader.customers()[0][2] == "Anna"
+    assert counts(uploader.ingest(records)) == (2, 0, 0, 2, 0)
 
 
 def test_changed_fields_count_as_updated_and_empty_ones_keep_stored_values(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
+    uploader: Uploader,
 ) -> None:
-    ingest(client, app, settings, connected, SAMPLE)
+    uploader.ingest(SAMPLE)
     changes = [
         {"email": "ann@example.com", "city": "Oakland", "firstName": ""},
         {"email": "bob@example.com", "lastName": None},
     ]
-    status = ingest(client, app, settings, connected, changes)
+    status = uploader.ingest(changes)
     assert counts(status) == (2, 0, 1, 1, 0)
-    assert customers(session, connected.profile.id)[0] == (
+    assert uploader.customers()[0] == (
         "ann@example.com",
         "+14155552671",
         "Ann",
@@ -164,81 +113,37 @@ def test_changed_fields_count_as_updated_and_empty_ones_keep_stored_values(
     )
 
 
-def test_phone_only_customer_takes_the_email_of_a_later_upload(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
-    ingest(client, app, settings, connected, [{"phoneNumber": "+14155552671", "firstName": "Di"}])
-    status = ingest(
-        client,
-        app,
-        settings,
-        connected,
+def test_phone_only_customer_takes_the_email_of_a_later_upload(uploader: Uploader) -> None:
+    uploader.ingest([{"phoneNumber": "+14155552671", "firstName": "Di"}])
+    status = uploader.ingest(
         [{"email": "di@example.com", "phoneNumber": "415 555 2671"}],
     )
     assert counts(status) == (1, 0, 1, 0, 0)
-    assert customers(session, connected.profile.id) == [
-        ("di@example.com", "+14155552671", "Di", None, None, None)
-    ]
+    assert uploader.customers() == [("di@example.com", "+14155552671", "Di", None, None, None)]
 
 
-def test_phone_of_a_customer_with_another_email_does_not_merge_them(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
-    ingest(
-        client,
-        app,
-        settings,
-        connected,
+def test_phone_of_a_customer_with_another_email_does_not_merge_them(uploader: Uploader) -> None:
+    uploader.ingest(
         [{"email": "a@example.com", "phoneNumber": "+14155552671"}],
     )
-    status = ingest(
-        client,
-        app,
-        settings,
-        connected,
+    status = uploader.ingest(
         [{"email": "b@example.com", "phoneNumber": "+14155552671"}],
     )
     assert counts(status) == (1, 1, 0, 0, 0)
-    assert len(customers(session, connected.profile.id)) == 2
+    assert len(uploader.customers()) == 2
 
 
-def test_record_without_email_matches_by_phone(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
-    ingest(
-        client,
-        app,
-        settings,
-        connected,
+def test_record_without_email_matches_by_phone(uploader: Uploader) -> None:
+    uploader.ingest(
         [{"email": "a@example.com", "phoneNumber": "+14155552671"}],
     )
-    status = ingest(
-        client, app, settings, connected, [{"phoneNumber": "(415) 555-2671", "city": "SF"}]
-    )
+    status = uploader.ingest([{"phoneNumber": "(415) 555-2671", "city": "SF"}])
     assert counts(status) == (1, 0, 1, 0, 0)
-    assert customers(session, connected.profile.id) == [
-        ("a@example.com", "+14155552671", None, None, "SF", None)
-    ]
+    assert uploader.customers() == [("a@example.com", "+14155552671", None, None, "SF", None)]
 
 
 def test_bad_records_are_rejected_with_index_and_reason_and_never_stop_the_file(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
+    uploader: Uploader,
 ) -> None:
     records: list[Any] = [
         "not an object",
@@ -253,7 +158,7 @@ def test_bad_records_are_rejected_with_index_and_reason_and_never_stop_the_file(
         {"email": "not-an-email", "phoneNumber": "+14155552671", "firstName": "Phone"},
         {"email": "ok@example.com"},
     ]
-    status = ingest(client, app, settings, connected, records)
+    status = uploader.ingest(records)
     assert status["status"] == "done"
     assert counts(status) == (11, 2, 0, 0, 9)
     assert status["errors"] == [
@@ -267,41 +172,33 @@ def test_bad_records_are_rejected_with_index_and_reason_and_never_stop_the_file(
         {"index": 7, "reason": "email and phoneNumber are both invalid"},
         {"index": 8, "reason": "neither email nor phoneNumber given"},
     ]
-    assert customers(session, connected.profile.id) == [
+    assert uploader.customers() == [
         (None, "+14155552671", "Phone", None, None, None),
         ("ok@example.com", None, None, None, None, None),
     ]
 
 
-def test_only_the_first_20_errors_are_listed(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
-    status = ingest(
-        client, app, settings, connected, [{"city": "x"}] * 30 + [{"email": "a@example.com"}]
-    )
+def test_only_the_first_20_errors_are_listed(uploader: Uploader) -> None:
+    status = uploader.ingest([{"city": "x"}] * 30 + [{"email": "a@example.com"}])
     assert status["rejected"] == 30 and len(status["errors"]) == 20
     assert [e["index"] for e in status["errors"]] == list(range(20))
 
 
-def test_phone_is_read_in_the_store_country(
-    client: TestClient, app: FastAPI, settings: Settings, session: Session
-) -> None:
-    from tests.factories import create_connected_store
-
-    german = create_connected_store(session, country_code="DE", currency="EUR")
-    ingest(client, app, settings, german, [{"phoneNumber": "0151 12345678"}])
-    assert customers(session, german.profile.id) == [
+def test_phone_is_read_in_the_store_country(uploader: Uploader) -> None:
+    german = create_connected_store(
+        uploader.session,
+        country_code="DE",
+        currency="EUR",
+        email="de@example.com",
+        pos_type="de-pos",
+    )
+    uploader.ingest([{"phoneNumber": "0151 12345678"}], german)
+    assert uploader.customers(german.profile.id) == [
         (None, "+4915112345678", None, None, None, None)
     ]
 
 
-def test_odd_but_valid_json_is_handled(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
+def test_odd_but_valid_json_is_handled(uploader: Uploader) -> None:
     records = [
         {"email": "émile@exämple.fr", "firstName": "Émile\u0000", "city": "Zürich 🏔"},
         {
@@ -314,28 +211,20 @@ def test_odd_but_valid_json_is_handled(
     ]
     body = json.dumps(records).replace("Infinity", "1e400").encode()
     body = b"\xef\xbb\xbf \n" + body  # a UTF-8 byte order mark, as some exporters write
-    status = ingest(client, app, settings, connected, body)
+    status = uploader.ingest(body)
     assert status["status"] == "done", status
     assert counts(status) == (3, 3, 0, 0, 0)
-    stored = customers(session, connected.profile.id)
+    stored = uploader.customers()
     assert stored[0] == ("émile@exämple.fr", None, "Émile", None, "Zürich 🏔", None)
     assert stored[1][2] == "y" * 200 and stored[1][5] is None
 
 
-def test_empty_array_is_done_with_nothing(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
-    status = ingest(client, app, settings, connected, [])
+def test_empty_array_is_done_with_nothing(uploader: Uploader) -> None:
+    status = uploader.ingest([])
     assert status["status"] == "done" and counts(status) == (0, 0, 0, 0, 0)
 
 
-def test_file_that_is_not_an_array_fails_with_a_reason(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
+def test_file_that_is_not_an_array_fails_with_a_reason(uploader: Uploader) -> None:
     for body in (
         b'{"email": "a@example.com"}',
         b'"text"',
@@ -343,76 +232,63 @@ def test_file_that_is_not_an_array_fails_with_a_reason(
         b"null",
         b"email,phone\na@b.com,1",
     ):
-        status = ingest(client, app, settings, connected, body)
+        status = uploader.ingest(body)
         assert status["status"] == "failed"
         assert status["reason"] == "the file is not a JSON array of customer records"
         assert counts(status) == (0, 0, 0, 0, 0)
-    assert customers(session, connected.profile.id) == []
+    assert uploader.customers() == []
 
 
-def test_empty_file_fails_with_a_reason(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
-    status = ingest(client, app, settings, connected, b"  \n")
+def test_empty_file_fails_with_a_reason(uploader: Uploader) -> None:
+    status = uploader.ingest(b"  \n")
     assert status["status"] == "failed"
     assert "empty" in status["reason"]
 
 
 def test_truncated_file_fails_and_keeps_the_complete_records_before_the_break(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
+    uploader: Uploader,
 ) -> None:
     body = b'[{"email": "a@example.com"}, {"email": "b@example.com"}, {"email": "c@exa'
-    status = ingest(client, app, settings, connected, body)
+    status = uploader.ingest(body)
     assert status["status"] == "failed"
     assert "truncated" in status["reason"]
     assert counts(status) == (2, 2, 0, 0, 0)
-    assert [c[0] for c in customers(session, connected.profile.id)] == [
+    assert [c[0] for c in uploader.customers()] == [
         "a@example.com",
         "b@example.com",
     ]
 
 
-def test_invalid_json_fails_without_quoting_the_file(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
+def test_invalid_json_fails_without_quoting_the_file(uploader: Uploader) -> None:
     body = b'[{"email": "secret.person@example.com"} {"email": "x"}]'
-    status = ingest(client, app, settings, connected, body)
+    status = uploader.ingest(body)
     assert status["status"] == "failed"
     assert "invalid JSON" in status["reason"] and "secret" not in status["reason"]
-    bad_utf8 = ingest(client, app, settings, connected, b'["\xff\xfe secret"]')
+    bad_utf8 = uploader.ingest(b'["\xff\xfe secret"]')
     assert bad_utf8["status"] == "failed" and "secret" not in bad_utf8["reason"]
 
 
-def test_trailing_content_after_the_array_fails(
-    client: TestClient, app: FastAPI, settings: Settings, connected: ConnectedStoreFixture
-) -> None:
-    status = ingest(client, app, settings, connected, b'[{"email": "a@example.com"}] [1]')
+def test_trailing_content_after_the_array_fails(uploader: Uploader) -> None:
+    status = uploader.ingest(b'[{"email": "a@example.com"}] [1]')
     assert status["status"] == "failed" and status["created"] == 1
 
 
-def test_stores_of_one_profile_share_its_customers(
-    client: TestClient,
-    app: FastAPI,
-    settings: Settings,
-    connected: ConnectedStoreFixture,
-    session: Session,
-) -> None:
-    ingest(client, app, settings, connected, SAMPLE)
-    resolved = resolve_customer(
+def test_stores_of_one_profile_share_its_customers(uploader: Uploader) -> None:
+    uploader.ingest(SAMPLE)
+    session = uploader.session
+    second = create_store(session, uploader.connected.profile, name="Second shop")
+    connection = open_connection(
         session,
-        profile_id=connected.profile.id,
-        default_region="US",
-        email="ANN@example.com",
-        phone_number=None,
+        store_id=second.id,
+        partner_id=uploader.connected.partner.partner.id,
+        method="pairing",
+        pos_type="acme-pos",
     )
-    assert resolved is not None and resolved.first_name == "Ann"
-    session.rollback()
-    other_store = create_store(session, connected.profile, name="Second shop")
-    assert other_store.profile_id == connected.profile.id
+    token, _ = issue_access_token(session, connection_id=connection.id, ttl_seconds=None)
+    session.commit()
+    other = dataclasses.replace(uploader.connected, store=second, access_token=token)
+    assert counts(uploader.ingest(SAMPLE, other)) == (3, 0, 0, 3, 0)
+    assert len(uploader.customers()) == 3
 
 
 def test_the_worker_is_idle_without_uploads(app: FastAPI, settings: Settings) -> None:

@@ -29,7 +29,7 @@ def _placeholder(dialect: Dialect) -> str:
     return "?" if dialect.paramstyle == "qmark" else "%s"
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _in_list(placeholder: str, count: int) -> str:
     return ", ".join([placeholder] * count)
 
@@ -49,8 +49,7 @@ def load_match_candidates(
     concurrent order cannot change a customer between our read and our write.
     """
     connection = session.connection()
-    dialect = connection.dialect
-    postgres = dialect.name == "postgresql"
+    postgres = connection.dialect.name == "postgresql"
     rows: dict[int, StoredRow] = {}
     for column, keys in (("email", emails), ("phone_number", phones)):
         if not keys:
@@ -60,16 +59,32 @@ def load_match_candidates(
                 f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
                 f"AND {column} = ANY(%s) FOR UPDATE"
             )
-            params: tuple[Any, ...] = (profile_id, list(keys))
+            found: Any = connection.exec_driver_sql(sql, (profile_id, list(keys)))
         else:
-            sql = (
-                f"SELECT id, {_MERGED} FROM customers WHERE profile_id = ? "
-                f"AND {column} IN ({_in_list('?', len(keys))})"
-            )
-            params = (profile_id, *keys)
-        for row in connection.exec_driver_sql(sql, params):
+            found = _sqlite_in(connection, column, profile_id, list(keys))
+        for row in found:
             rows[row[0]] = tuple(row)
     return list(rows.values())
+
+
+# SQLite caches every distinct statement it prepared (128 per connection), and a
+# statement with thousands of parameters is large: a list of another length each
+# batch grew the server by 150 MB over a million records. Lists are therefore
+# padded with NULLs (which match nothing) to one fixed length.
+SQLITE_IN_LIST = 5000
+
+
+def _sqlite_in(connection: Any, column: str, profile_id: str, keys: list[str]) -> list[Any]:
+    sql = (
+        f"SELECT id, {_MERGED} FROM customers WHERE profile_id = ? "
+        f"AND {column} IN ({_in_list('?', SQLITE_IN_LIST)})"
+    )
+    found: list[Any] = []
+    for start in range(0, len(keys), SQLITE_IN_LIST):
+        chunk = keys[start : start + SQLITE_IN_LIST]
+        padding = [None] * (SQLITE_IN_LIST - len(chunk))
+        found.extend(connection.exec_driver_sql(sql, (profile_id, *chunk, *padding)))
+    return found
 
 
 def insert_customers(

@@ -24,6 +24,7 @@ from partnerlink.problems import Forbidden, NotFound
 from partnerlink.security.secrets import sign, verify_signature
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
+from partnerlink.stores.schemas import storable_text
 
 UPLOAD_URL_PATH = "/v1/uploads/"
 _SIGNING_CONTEXT = "customer-upload:"
@@ -117,7 +118,9 @@ def record_upload(
 
 def upload_status(session: Session, *, store_id: str, upload_id: str) -> dict[str, Any]:
     """The status body of CONTRACT.md §6; another store's upload answers 404."""
-    upload = session.get(Upload, upload_id) if len(upload_id) <= 64 else None
+    # An id no upload can have is not sent to the database (PostgreSQL refuses NUL: a 500).
+    known_shape = len(upload_id) <= 64 and storable_text(upload_id)
+    upload = session.get(Upload, upload_id) if known_shape else None
     if upload is None or upload.store_id != store_id:
         raise NotFound("No such upload.")
     body: dict[str, Any] = {
