@@ -8,6 +8,7 @@ PARTNERLINK_SCREENSHOTS=1 (to refresh the committed ones).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -19,9 +20,14 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.merchant.models import Merchant
 from tests.browser.partner_site import partner_site
 from tests.conftest import LiveServer
+from tests.conftest import _empty_all_tables as empty_all_tables
+from tests.factories import create_merchant_account, create_partner, create_profile
 
 CHROMIUM = os.environ.get("PARTNERLINK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -112,6 +118,7 @@ class Partner:
     client_id: str
     client_secret: str
     name: str
+    pos_type: str
 
     @property
     def creds(self) -> dict[str, str]:
@@ -119,12 +126,24 @@ class Partner:
 
 
 class Deployment:
-    """The live server plus what a test arranges on it through the CLI and the APIs."""
+    """A live server, one per module, and what tests arrange on it.
 
-    def __init__(self, server: LiveServer, partner_origin: str) -> None:
+    Its tables are not emptied between tests (that would cost a server per
+    test), so every test draws fresh pos types and emails.
+    """
+
+    _drawn = itertools.count(1)  # shared by every deployment of the run
+
+    def __init__(self, server: LiveServer, partner_origin: str, database_url: str) -> None:
         self.server = server
         self.url = server.url
         self.partner_origin = partner_origin
+        self.database_url = database_url
+        self._engine = make_engine(database_url)
+        self._sessions = make_sessionmaker(self._engine)
+
+    def close(self) -> None:
+        self._engine.dispose()
 
     def cli_json(self, *args: str) -> Any:
         done = self.server.cli(*args, "--json")
@@ -132,22 +151,35 @@ class Deployment:
         return json.loads(done.stdout)
 
     def partner(
-        self, name: str, pos_type: str, *, ereceipt: bool = False, framed: bool = True
+        self, name: str, *, ereceipt: bool = False, framed: bool = True, via_cli: bool = False
     ) -> Partner:
-        args = ["partners", "create", "--name", name, "--pos-type", pos_type]
-        args += ["--frame-origin", self.partner_origin] if framed else []
-        args += ["--ereceipt"] if ereceipt else []
-        out = self.cli_json(*args)
-        return Partner(out["clientId"], out["clientSecret"], name)
-
-    def merchant(self, email: str, *, profile: str | None = None) -> None:
-        self.cli_json("merchants", "create", "--email", email, "--password", PASSWORD)
-        if profile:
-            auth = self.merchant_api_auth(email)
-            created = httpx.post(
-                f"{self.url}/merchant/api/profiles", json={"name": profile}, headers=auth
+        """A partner; through `partnerlink partners create` with via_cli, else straight in the database."""
+        pos_type = f"{name.lower().replace(' ', '-')}-{next(self._drawn)}"
+        origins = [self.partner_origin] if framed else []
+        if via_cli:
+            args = ["partners", "create", "--name", name, "--pos-type", pos_type]
+            args += [a for origin in origins for a in ("--frame-origin", origin)]
+            out = self.cli_json(*args, *(["--ereceipt"] if ereceipt else []))
+            return Partner(out["clientId"], out["clientSecret"], name, pos_type)
+        with self._sessions() as session:
+            made = create_partner(
+                session, name=name, pos_type=pos_type, ereceipt=ereceipt, frame_origins=origins
             )
-            assert created.status_code == 200, created.text
+        return Partner(made.client_id, made.client_secret, name, pos_type)
+
+    def merchant(self, *, profile: str | None = None, via_cli: bool = False) -> str:
+        """A merchant account (and a profile); returns its email. The password is PASSWORD."""
+        email = f"owner-{next(self._drawn)}@example.com"
+        if via_cli:
+            self.cli_json("merchants", "create", "--email", email, "--password", PASSWORD)
+        with self._sessions() as session:
+            if not via_cli:
+                create_merchant_account(session, email=email, password=PASSWORD)
+            if profile:
+                merchant = session.scalar(select(Merchant).where(Merchant.email == email))
+                assert merchant is not None
+                create_profile(session, merchant, name=profile)
+        return email
 
     def merchant_api_auth(self, email: str) -> dict[str, str]:
         answer = httpx.post(
@@ -178,6 +210,29 @@ class Deployment:
         return f"{self.partner_origin}/?{urlencode({'src': consent_url, 'w': width, 'h': height})}"
 
 
-@pytest.fixture
-def deployment(live_server: LiveServer, partner_origin: str) -> Deployment:
-    return Deployment(live_server, partner_origin)
+def live_env_for(database_url: str, data_dir: Path, **overrides: str) -> dict[str, str]:
+    return {
+        "PARTNERLINK_DATABASE_URL": database_url,
+        "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
+        "PARTNERLINK_DATA_DIR": str(data_dir),
+        **overrides,
+    }
+
+
+@pytest.fixture(scope="module")
+def deployment(
+    browser: Any,
+    database_url: str,
+    partner_origin: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Deployment]:
+    """Needs `browser` first, so that a missing Chromium skips before a server starts."""
+    empty_all_tables(database_url)
+    server = LiveServer(live_env_for(database_url, tmp_path_factory.mktemp("live")))
+    server.start()
+    deployment = Deployment(server, partner_origin, database_url)
+    try:
+        yield deployment
+    finally:
+        deployment.close()
+        server.stop()

@@ -9,15 +9,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser.conftest import PASSWORD, Deployment
+from tests.browser.conftest import PASSWORD, Deployment, live_env_for
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
 
-EMAIL = "owner@example.com"
 
-
-def sign_in(frame: Any, email: str = EMAIL) -> None:
+def sign_in(frame: Any, email: str) -> None:
     frame.get_by_label("Email").fill(email)
     frame.get_by_label("Password").fill(PASSWORD)
     frame.get_by_role("button", name="Sign in and continue").click()
@@ -26,8 +24,9 @@ def sign_in(frame: Any, email: str = EMAIL) -> None:
 def test_whole_consent_flow_inside_a_partner_iframe(
     page: Any, phone: Any, deployment: Deployment, shots: Path
 ) -> None:
-    partner = deployment.partner("Acme POS", "acme-pos")
-    deployment.merchant(EMAIL)  # no profile yet: created on the spot
+    # Arranged through the command line, as an operator would.
+    partner = deployment.partner("Acme POS", via_cli=True)
+    email = deployment.merchant(via_cli=True)  # no profile yet: created on the spot
     token = deployment.integration_token(partner)
     consent_url = deployment.consent_url(partner, token)
 
@@ -35,7 +34,7 @@ def test_whole_consent_flow_inside_a_partner_iframe(
     frame = page.frame_locator("iframe")
     frame.get_by_role("heading", name="Connect Acme POS").wait_for()
     page.screenshot(path=shots / "consent-in-partner-iframe.png")
-    sign_in(frame)
+    sign_in(frame, email)
 
     frame.get_by_role("heading", name="Create your business profile").wait_for()
     frame.get_by_label("Business name").fill("Sunny Cafe")
@@ -63,13 +62,14 @@ def test_whole_consent_flow_inside_a_partner_iframe(
 def test_choosing_an_existing_profile_with_the_keyboard_only(
     page: Any, deployment: Deployment
 ) -> None:
-    partner = deployment.partner("Acme POS", "acme-pos")
-    deployment.merchant(EMAIL, profile="Bistro Group")
+    partner = deployment.partner("Acme POS")
+    email = deployment.merchant(profile="Bistro Group")
     token = deployment.integration_token(partner)
     page.goto(deployment.consent_url(partner, token))
 
     # The email field has focus on arrival; Tab moves on, Enter submits.
-    page.keyboard.type(EMAIL)
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'email'")
+    page.keyboard.type(email)
     page.keyboard.press("Tab")
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")
@@ -87,12 +87,12 @@ def test_choosing_an_existing_profile_with_the_keyboard_only(
 def test_declining_inside_the_iframe_cancels_the_token(
     page: Any, deployment: Deployment, shots: Path
 ) -> None:
-    partner = deployment.partner("Acme POS", "acme-pos")
-    deployment.merchant(EMAIL, profile="Bistro Group")
+    partner = deployment.partner("Acme POS")
+    email = deployment.merchant(profile="Bistro Group")
     token = deployment.integration_token(partner)
     page.goto(deployment.partner_page(deployment.consent_url(partner, token)))
     frame = page.frame_locator("iframe")
-    sign_in(frame)
+    sign_in(frame, email)
     frame.get_by_role("button", name="Don’t allow").click()
     frame.get_by_role("heading", name="Acme POS was not connected").wait_for()
     page.screenshot(path=shots / "consent-declined-in-iframe.png")
@@ -102,12 +102,12 @@ def test_declining_inside_the_iframe_cancels_the_token(
 def test_ereceipt_option_shows_only_for_a_partner_with_ereceipts(
     phone: Any, deployment: Deployment, shots: Path
 ) -> None:
-    plain = deployment.partner("Acme POS", "acme-pos")
-    receipts = deployment.partner("Green Till", "green-till", ereceipt=True)
-    deployment.merchant(EMAIL, profile="Bistro Group")
+    plain = deployment.partner("Acme POS")
+    receipts = deployment.partner("Green Till", ereceipt=True)
+    email = deployment.merchant(profile="Bistro Group")
 
     phone.goto(deployment.consent_url(plain, deployment.integration_token(plain)))
-    sign_in(phone)
+    sign_in(phone, email)
     phone.get_by_role("radio", name="A new store in Bistro Group").wait_for()
     assert phone.get_by_role("checkbox").count() == 0
     assert "receipt" not in phone.inner_text("main").lower()
@@ -116,7 +116,7 @@ def test_ereceipt_option_shows_only_for_a_partner_with_ereceipts(
     phone.goto(deployment.consent_url(receipts, token))
     phone.screenshot(path=shots / "consent-signin-phone.png", full_page=True)
     assert "Text your customers a link to their receipt" in phone.inner_text("main")
-    sign_in(phone)
+    sign_in(phone, email)
     box = phone.get_by_role("checkbox", name="Text customers a link to their receipt")
     box.check()
     phone.screenshot(path=shots / "consent-choose-phone.png", full_page=True)
@@ -131,25 +131,25 @@ def test_ereceipt_option_shows_only_for_a_partner_with_ereceipts(
 
 
 def test_wrong_password_shows_an_error_in_the_iframe(page: Any, deployment: Deployment) -> None:
-    partner = deployment.partner("Acme POS", "acme-pos")
-    deployment.merchant(EMAIL, profile="Bistro Group")
+    partner = deployment.partner("Acme POS")
+    email = deployment.merchant(profile="Bistro Group")
     page.goto(
         deployment.partner_page(
             deployment.consent_url(partner, deployment.integration_token(partner))
         )
     )
     frame = page.frame_locator("iframe")
-    frame.get_by_label("Email").fill(EMAIL)
+    frame.get_by_label("Email").fill(email)
     frame.get_by_label("Password").fill("not the password")
     frame.get_by_role("button", name="Sign in and continue").click()
     frame.get_by_role("alert").filter(has_text="Wrong email or password.").wait_for()
-    assert frame.get_by_label("Email").input_value() == EMAIL
+    assert frame.get_by_label("Email").input_value() == email
 
 
 def test_an_origin_the_partner_did_not_register_cannot_frame_the_screen(
     page: Any, deployment: Deployment
 ) -> None:
-    partner = deployment.partner("Other POS", "other-pos", framed=False)
+    partner = deployment.partner("Other POS", framed=False)
     consent_url = deployment.consent_url(partner, deployment.integration_token(partner))
     blocked: list[str] = []
     page.on("console", lambda message: blocked.append(message.text))
@@ -163,25 +163,29 @@ def test_an_origin_the_partner_did_not_register_cannot_frame_the_screen(
 
 @pytest.mark.slow
 def test_an_expired_link_shows_an_error_state(
-    browser: Any, live_env: dict[str, str], partner_origin: str, shots: Path
+    browser: Any, deployment: Deployment, tmp_path: Path, shots: Path
 ) -> None:
-    server = LiveServer({**live_env, "PARTNERLINK_INTEGRATION_TOKEN_TTL_SECONDS": "1"})
+    env = live_env_for(
+        deployment.database_url, tmp_path, PARTNERLINK_INTEGRATION_TOKEN_TTL_SECONDS="1"
+    )
+    server = LiveServer(env)
     server.start()
+    short_lived = Deployment(server, deployment.partner_origin, deployment.database_url)
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
     try:
-        deployment = Deployment(server, partner_origin)
-        partner = deployment.partner("Acme POS", "acme-pos")
-        token = deployment.integration_token(partner)
+        partner = short_lived.partner("Acme POS")
+        token = short_lived.integration_token(partner)
         time.sleep(1.2)
-        context = browser.new_context(viewport={"width": 1100, "height": 760})
         page = context.new_page()
-        response = page.goto(deployment.consent_url(partner, token))
+        response = page.goto(short_lived.consent_url(partner, token))
         assert response.status == 410
         page.get_by_role("heading", name="This link has expired").wait_for()
         assert page.get_by_label("Password").count() == 0
-        page.goto(deployment.partner_page(deployment.consent_url(partner, token)))
+        page.goto(short_lived.partner_page(short_lived.consent_url(partner, token)))
         frame = page.frame_locator("iframe")
         frame.get_by_role("heading", name="This link has expired").wait_for()
         page.screenshot(path=shots / "consent-expired-in-iframe.png")
-        context.close()
     finally:
+        context.close()
+        short_lived.close()
         server.stop()

@@ -15,15 +15,15 @@ from tests.browser.conftest import PASSWORD, Deployment
 
 pytestmark = pytest.mark.browser
 
-EMAIL = "owner@example.com"
 
-
-def console_sign_in(page: Any, deployment: Deployment, shots: Path | None = None) -> None:
+def console_sign_in(
+    page: Any, deployment: Deployment, email: str, shots: Path | None = None
+) -> None:
     page.goto(f"{deployment.url}/merchant")
     page.get_by_role("heading", name="Sign in").wait_for()
     if shots:
         page.screenshot(path=shots / "console-signin.png")
-    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("heading", name="Your businesses").wait_for()
@@ -40,9 +40,9 @@ def reserve_code(page: Any, system: str) -> int:
 def test_pairing_a_terminal_then_revoking_it(
     page: Any, deployment: Deployment, shots: Path
 ) -> None:
-    deployment.partner("Till Co", "till-co")
-    deployment.merchant(EMAIL, profile="Bistro Group")
-    console_sign_in(page, deployment, shots)
+    deployment.partner("Till Co")
+    email = deployment.merchant(profile="Bistro Group")
+    console_sign_in(page, deployment, email, shots)
 
     # A manual store, added in the console.
     page.get_by_role("link", name="Customers and stores").click()
@@ -79,9 +79,9 @@ def test_pairing_a_terminal_then_revoking_it(
 def test_store_page_with_orders_and_ereceipts(
     page: Any, phone: Any, deployment: Deployment, shots: Path, tmp_path: Path
 ) -> None:
-    deployment.partner("Till Co", "till-co", ereceipt=True)
-    deployment.merchant(EMAIL, profile="Bistro Group")
-    auth = deployment.merchant_api_auth(EMAIL)
+    till = deployment.partner("Till Co", ereceipt=True)
+    email = deployment.merchant(profile="Bistro Group")
+    auth = deployment.merchant_api_auth(email)
     profile = httpx.get(f"{deployment.url}/merchant/api/profiles", headers=auth).json()["profiles"][
         0
     ]
@@ -92,7 +92,7 @@ def test_store_page_with_orders_and_ereceipts(
     ).json()["store"]
     code = httpx.post(
         f"{deployment.url}/merchant/api/stores/{store['id']}/pairing-codes",
-        json={"posType": "till-co"},
+        json={"posType": till.pos_type},
         headers=auth,
     ).json()["code"]
     token = httpx.post(f"{deployment.url}/v1/auth/integration/pair", json={"code": code}).json()[
@@ -100,7 +100,7 @@ def test_store_page_with_orders_and_ereceipts(
     ]
     _send_orders(deployment, token, profile["id"], tmp_path)
 
-    console_sign_in(page, deployment)
+    console_sign_in(page, deployment, email)
     page.screenshot(path=shots / "console-home.png", full_page=True)
     page.get_by_role("link", name="Manage Bistro Central").click()
     page.get_by_role("heading", name="Recent orders").wait_for()

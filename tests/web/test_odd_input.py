@@ -99,3 +99,20 @@ def test_odd_console_input(client: TestClient, session: Session) -> None:
             answer = client.post(action, data={**csrf, **data}, follow_redirects=False)
             assert answer.status_code in (200, 303, 400, 401, 404, 429), (action, value)
             assert answer.status_code == 303 or _is_page(answer), (action, answer.text[:200])
+
+
+def test_invalid_utf8_in_forms_and_links(client: TestClient, consent: ConsentWorld) -> None:
+    bad = "%ED%A0%80%FF%C0"  # a lone surrogate's bytes and bytes that are never UTF-8
+    answer = client.get(f"/connect/?client_id={bad}&integration_token={bad}")
+    assert answer.status_code == 404 and _is_page(answer)
+    answer = client.get(f"/connect/?client_id={consent.partner.client_id}&integration_token={bad}")
+    assert answer.status_code == 404 and _is_page(answer)
+    body = f"client_id={bad}&integration_token={bad}&form_token={bad}&email={bad}&password={bad}"
+    for action in ("/connect/signin", "/connect/approve", "/merchant/signin"):
+        answer = client.post(
+            action,
+            content=body.encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert answer.status_code in (400, 401, 403, 404), (action, answer.status_code)
+        assert _is_page(answer)
