@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
+from weakref import WeakKeyDictionary
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
@@ -21,7 +23,8 @@ from partnerlink.tokens.deps import (
 
 router = APIRouter(tags=["Orders"])
 
-ACCEPTED = {"statusCode": 200}
+# The answer is always the same bytes: skip serializing it per request.
+ACCEPTED = b'{"statusCode":200}'
 
 
 async def presented_token(
@@ -39,16 +42,18 @@ async def presented_token(
 
 @router.post(
     "/orders",
-    response_model=OrderAccepted,
     summary="9. Send an order",
-    responses=problem_responses(ValidationFailed, InvalidToken, ServiceBusy),
+    responses={
+        200: {"model": OrderAccepted, "description": "Stored (or acknowledged when stale)."},
+        **problem_responses(ValidationFailed, InvalidToken, ServiceBusy),
+    },
 )
 async def post_order(
     order: OrderIn,
     request: Request,
     token: Annotated[str, Depends(presented_token)],
     _legacy_token: LegacyAccessToken = None,
-) -> dict[str, Any]:
+) -> Response:
     """Creates or updates the order `orderId` of the connected store.
 
     Re-sending the same `orderId` updates the order, so retries are safe; a
@@ -59,15 +64,26 @@ async def post_order(
     SMS with a link to the receipt, once per order.
     """
     # The hot path: one hop to a worker thread does authentication and storage in one
-    # transaction, holding a database connection only there (see accept_order).
-    await run_in_threadpool(
-        accept_order,
-        request.app.state.sessionmaker,
-        token=token,
-        order=order,
-        settings=request.app.state.settings,
-    )
-    return ACCEPTED
+    # transaction, holding a database connection only there (see accept_order). Orders
+    # queue here, in the event loop, for a free connection: threads parked on the pool
+    # would only fight over the GIL (measured: fewer orders/s and a longer p99).
+    sessions = request.app.state.sessionmaker
+    async with _connection_gate(sessions):
+        await run_in_threadpool(
+            accept_order, sessions, token=token, order=order, settings=request.app.state.settings
+        )
+    return Response(ACCEPTED, media_type="application/json")
+
+
+_gates: WeakKeyDictionary[Any, asyncio.Semaphore] = WeakKeyDictionary()
+
+
+def _connection_gate(sessions: Any) -> asyncio.Semaphore:
+    gate = _gates.get(sessions)
+    if gate is None:
+        pool = sessions.kw["bind"].pool
+        gate = _gates[sessions] = asyncio.Semaphore(max(1, getattr(pool, "size", lambda: 1)()))
+    return gate
 
 
 @router.get(

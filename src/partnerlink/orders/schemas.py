@@ -8,6 +8,7 @@ Unknown keys of `orderDetails`, of items and of payments are kept as given.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import UTC, datetime
@@ -121,8 +122,23 @@ class OrderPaymentIn(BaseModel):
     paymentLast4: Text | None = Field(None, max_length=4)
 
 
-def storable_json(value: object, path: str = "orderDetails", depth: int = 0) -> object:
-    """Refuses what a JSON column cannot keep: NUL, lone surrogates, NaN, deep nesting."""
+def storable_json(value: object) -> object:
+    """Refuses what a JSON column cannot keep: NUL, lone surrogates, NaN, deep nesting.
+
+    The common case is settled by one C-speed encoding; only a doubtful value is
+    walked, which also names the offending place.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, RecursionError):  # NaN/Infinity, lone surrogates, absurd nesting
+        return _walk(value)
+    if "\\u0000" in text or text.count("{") + text.count("[") > MAX_DETAIL_DEPTH:
+        return _walk(value)
+    return value
+
+
+def _walk(value: object, path: str = "orderDetails", depth: int = 0) -> object:
     if depth > MAX_DETAIL_DEPTH:
         raise PydanticCustomError("too_deep", "is nested too deeply")
     if isinstance(value, str):
@@ -132,10 +148,10 @@ def storable_json(value: object, path: str = "orderDetails", depth: int = 0) -> 
     elif isinstance(value, dict):
         for key, item in value.items():
             _storable_string(key, path)
-            storable_json(item, f"{path}.{key}", depth + 1)
+            _walk(item, f"{path}.{key}", depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            storable_json(item, f"{path}[{index}]", depth + 1)
+            _walk(item, f"{path}[{index}]", depth + 1)
     return value
 
 

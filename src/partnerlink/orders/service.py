@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import conversion_expression
+from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
@@ -93,24 +93,34 @@ def store_order(
         last_name=order.customerLastName,
     )
     values = _columns(order, caller=caller, customer_id=customer.id if customer else None)
-    conversion = conversion_expression(
-        profile_id=caller.profile_id,
-        customer_id=customer.id if customer else None,
-        email=customer.email if customer else None,
-        phone_number=customer.phone_number if customer else None,
-        created_at=values["ordered_at"],
-        window_days=settings.attribution_window_days,
-    )
-    order_pk = session.execute(queries.insert_order(session, values, conversion)).scalar()
+    connection = session.connection()
+    dialect = connection.dialect.name
+    if customer is None:
+        inserted = connection.execute(queries.insert_order(dialect, anonymous=True), values)
+    else:
+        inserted = connection.execute(
+            queries.insert_order(dialect, anonymous=False),
+            {
+                **values,
+                "match_email": customer.email,
+                "match_phone": customer.phone_number,
+                "window_start": window_start(
+                    values["ordered_at"], settings.attribution_window_days
+                ),
+            },
+        )
+    order_pk = inserted.scalar()
     created = order_pk is not None
     if order_pk is None:
-        order_pk = session.execute(
-            queries.update_order(
-                store_id=caller.store_id,
-                order_id=order.orderId,
-                updated_at=values["partner_updated_at"],
-                values=values,
-            )
+        guarded = values["partner_updated_at"] is not None
+        order_pk = connection.execute(
+            queries.update_order(guarded=guarded),
+            {
+                **values,
+                "key_store_id": caller.store_id,
+                "key_order_id": order.orderId,
+                "new_updated_at": values["partner_updated_at"],
+            },
         ).scalar()
         if order_pk is None:
             return StoredOrder(order_pk=None, created=False, receipt_queued=False)
@@ -137,7 +147,7 @@ def _store_facts(session: Session, *, caller: ConnectedStore, order: OrderIn) ->
     if order.store is not None:
         store = apply_store_profile(session, store_id=caller.store_id, profile=order.store)
         return _StoreFacts(store.name, store.country_code, bool(store.green_invoices))
-    row = session.execute(queries.store_facts(store_id=caller.store_id)).first()
+    row = session.connection().execute(queries.store_facts(), {"store_id": caller.store_id}).first()
     if row is None:  # the store was deleted after the token was checked
         raise InvalidToken()
     return _StoreFacts(row.name, row.country_code, bool(row.green_invoices))

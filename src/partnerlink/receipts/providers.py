@@ -39,6 +39,7 @@ class Message:
 
 class SmsProvider(Protocol):
     name: str
+    instant: bool  # records rather than sends: outcomes may be written a batch at a time
 
     def send(self, message: Message) -> Delivery: ...
 
@@ -56,6 +57,7 @@ class OutboxProvider:
     """Records instead of sending: `partnerlink sms list` shows the messages."""
 
     name = "outbox"
+    instant = True
 
     def send(self, message: Message) -> Delivery:
         # The link carries the receipt key: log the order and a masked number, never the body.
@@ -74,6 +76,7 @@ class TwilioProvider:
     """POST /2010-04-01/Accounts/{Sid}/Messages.json, form-encoded, HTTP basic auth."""
 
     name = "twilio"
+    instant = False
 
     def __init__(self, settings: Settings, client: httpx.Client | None = None) -> None:
         self.account_sid = settings.twilio_account_sid or ""
@@ -99,6 +102,11 @@ class TwilioProvider:
         payload = _json_object(response)
         if response.status_code in (200, 201):
             sid = payload.get("sid")
+            log.info(
+                "e-receipt SMS for order %s to %s accepted by twilio",
+                message.order_id,
+                mask_phone(message.to),
+            )
             return Delivery("sent", message_id=str(sid)[:100] if sid else None)
         reason = _twilio_reason(response.status_code, payload)
         if response.status_code == 429 or response.status_code >= 500:

@@ -12,16 +12,17 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import select
+from sqlalchemy import Insert, bindparam, select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.normalize import normalize_phone
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
-from partnerlink.orders.queries import dialect_insert
+from partnerlink.orders.queries import dialect_insert_for
 from partnerlink.receipts.models import Receipt
 from partnerlink.security.secrets import digest
 from partnerlink.settings import Settings
@@ -72,24 +73,53 @@ def queue_receipt(
     link = receipt_link(settings, order_id=order_id, key=key)
     to_phone = normalize_phone(phone, default_region)
     now = utcnow()
-    statement: Any = dialect_insert(session)(Receipt).values(
-        order_pk=order_pk,
-        store_id=store_id,
-        key_hash=digest(key),
-        to_phone=to_phone,
-        body=f"Your receipt from {store_name}: {link}",
-        link=link,
-        status=PENDING if to_phone else FAILED,
-        last_error=None if to_phone else UNUSABLE_NUMBER,
-        attempts=0,
-        next_attempt_at=now,
-        created_at=now,
+    connection = session.connection()
+    inserted = connection.execute(
+        _insert_receipt(connection.dialect.name),
+        {
+            "order_pk": order_pk,
+            "store_id": store_id,
+            "key_hash": digest(key),
+            "to_phone": to_phone,
+            "body": f"Your receipt from {store_name}: {link}",
+            "link": link,
+            "status": PENDING if to_phone else FAILED,
+            "last_error": None if to_phone else UNUSABLE_NUMBER,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        },
     )
-    statement = statement.on_conflict_do_nothing(index_elements=[Receipt.order_pk])
-    written = session.execute(statement.returning(Receipt.id)).first() is not None
+    written = inserted.first() is not None
     if written and to_phone is None:
         log.info("e-receipt for order %s not sent: unusable phone number", order_id)
     return written
+
+
+@cache
+def _insert_receipt(dialect: str) -> Insert:
+    """INSERT ... ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one."""
+    table = Receipt.__table__
+    columns = (
+        "order_pk",
+        "store_id",
+        "key_hash",
+        "to_phone",
+        "body",
+        "link",
+        "status",
+        "last_error",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+    )
+    statement: Any = dialect_insert_for(dialect)(table).values(
+        {name: bindparam(name, type_=table.c[name].type) for name in columns}
+    )
+    inserted: Insert = statement.on_conflict_do_nothing(
+        index_elements=[table.c.order_pk]
+    ).returning(table.c.id)
+    return inserted
 
 
 @dataclass(frozen=True)

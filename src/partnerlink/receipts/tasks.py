@@ -27,7 +27,7 @@ from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.receipts")
 
-BATCH_SIZE = 20
+BATCH_SIZE = 100
 LEASE_SECONDS = 120
 MAX_ATTEMPTS = 10
 BACKOFF_BASE_SECONDS = 5.0
@@ -52,17 +52,17 @@ def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> in
     if not claimed:
         return 0
     provider = provider_for(settings)
+    outcomes: list[tuple[_Claimed, Delivery]] = []
     try:
         for receipt in claimed:
-            delivery = provider.send(
-                Message(
-                    receipt_id=receipt.id,
-                    order_id=receipt.order_id,
-                    to=receipt.to,
-                    body=receipt.body,
-                )
-            )
-            _record(sessions, receipt, delivery, provider)
+            message = Message(receipt.id, receipt.order_id, receipt.to, receipt.body)
+            outcomes.append((receipt, provider.send(message)))
+            if not provider.instant:
+                # A real send is recorded at once: the window in which a crash could
+                # make the message go out twice stays one HTTP call wide.
+                _record(sessions, outcomes, provider)
+                outcomes.clear()
+        _record(sessions, outcomes, provider)  # the outbox: a batch in one transaction
     finally:
         provider.close()
     return len(claimed)
@@ -129,8 +129,38 @@ def backoff_seconds(attempts: int, retry_after: float | None = None) -> float:
 
 
 def _record(
-    sessions: sessionmaker[Session], receipt: _Claimed, delivery: Delivery, provider: SmsProvider
+    sessions: sessionmaker[Session],
+    outcomes: list[tuple[_Claimed, Delivery]],
+    provider: SmsProvider,
 ) -> None:
+    """Writes outcomes, each only if this worker still holds the receipt's lease."""
+    if not outcomes:
+        return
+    with sessions.begin() as session:
+        for receipt, delivery in outcomes:
+            values = _outcome_values(receipt, delivery, provider)
+            session.execute(
+                update(Receipt)
+                .where(
+                    Receipt.id == receipt.id,
+                    Receipt.status == PENDING,
+                    Receipt.lease_until == receipt.lease_until,
+                )
+                .values(**values)
+                .execution_options(synchronize_session=False)
+            )
+            if values.get("status") != SENT:
+                log.info(
+                    "e-receipt for order %s: %s (%s)",
+                    receipt.order_id,
+                    values.get("status", "retry scheduled"),
+                    delivery.reason,
+                )
+
+
+def _outcome_values(
+    receipt: _Claimed, delivery: Delivery, provider: SmsProvider
+) -> dict[str, object]:
     now = utcnow()
     values: dict[str, object] = {"lease_until": None, "provider": provider.name}
     if delivery.outcome == "sent":
@@ -142,27 +172,11 @@ def _record(
         values.update(next_attempt_at=now + timedelta(seconds=delay), last_error=delivery.reason)
     else:
         values.update(status=FAILED, last_error=delivery.reason or "gave up")
-    if values.get("status") in (SENT, FAILED) and provider.name != "outbox":
+    if values.get("status") in (SENT, FAILED) and not provider.instant:
         # Delivered (or given up): the key in the stored text is no longer needed; the
         # page finds the receipt by the key's digest. The outbox keeps its messages whole.
         values.update(_without_key(receipt))
-    with sessions.begin() as session:
-        session.execute(
-            update(Receipt)
-            .where(
-                Receipt.id == receipt.id,
-                Receipt.status == PENDING,
-                Receipt.lease_until == receipt.lease_until,
-            )
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
-    log.info(
-        "e-receipt for order %s: %s%s",
-        receipt.order_id,
-        values.get("status", "retry scheduled"),
-        f" ({delivery.reason})" if delivery.reason else "",
-    )
+    return values
 
 
 def _without_key(receipt: _Claimed) -> dict[str, str]:

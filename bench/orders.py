@@ -1,0 +1,559 @@
+"""Benchmark: POST /v1/orders on a real server, beside the ceiling of the same server stack.
+
+    .venv/bin/python bench/orders.py [--seconds 10] [--connections 64] [--workers 0]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile]
+
+Starts `partnerlink serve` (default workers for this machine: 1 on SQLite, one per
+core on PostgreSQL) on a fresh database (a SQLite file, or a database created on
+the given PostgreSQL server and dropped afterwards), connects a store through
+the real APIs (merchant account, profile, store with e-receipts on, pairing
+code, redemption), imports ad touches, and drives POST /v1/orders with varied,
+realistic orders from many keep-alive connections: new and repeat customers,
+anonymous orders, re-sends that update (OPEN → CLOSED), store snapshots, and
+receipts on (every CLOSED order with a phone queues an SMS that the in-process
+worker sends through the outbox). Prints orders/second and p50/p99 latency.
+
+Beside them, the ceiling: the same server stack (uvicorn with the same workers
+and settings) serving a no-op FastAPI POST endpoint that parses the same bodies
+into the same pydantic model, measured in the same run with the same load
+generator and the same requests. `--profile` samples the server with py-spy
+during a second measured run and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+CUSTOMERS = 800  # the store's regulars; a third of them were reached by ads
+FIRST = ["Ann", "Bob", "Carla", "Dmitri", "Eve", "Hiro", "Inès", "José", "Liu", "Maria", "Priya"]
+MENU = [
+    ("espresso", "Espresso", 300),
+    ("flat-white", "Flat white", 450),
+    ("croissant", "Croissant", 350),
+    ("bagel", "Bagel with cream cheese", 575),
+    ("salad", "Garden salad", 1190),
+    ("soup", "Soup of the day", 790),
+    ("cake", "Carrot cake", 495),
+    ("juice", "Orange juice", 425),
+]
+
+
+# --- the workload ------------------------------------------------------------------------
+
+
+def customer(i: int) -> dict[str, str]:
+    return {
+        "customerFirstName": FIRST[i % len(FIRST)],
+        "customerLastName": f"Guest{i}",
+        "customerEmail": f"guest{i}@example.com",
+        "customerPhoneNumber": f"+1415{2000000 + i:07d}",
+    }
+
+
+def order_body(
+    order_id: str, rng: random.Random, who: dict[str, str], status: str
+) -> dict[str, Any]:
+    items = []
+    for _ in range(rng.randint(1, 5)):
+        sku, name, price = rng.choice(MENU)
+        quantity = rng.randint(1, 3)
+        items.append(
+            {
+                "itemId": sku,
+                "itemName": name,
+                "itemPrice": str(price),
+                "itemQuantity": quantity,
+                "itemTax": str(price * quantity * 8 // 100),
+            }
+        )
+    total = sum(int(i["itemPrice"]) * i["itemQuantity"] + int(i["itemTax"]) for i in items)
+    body: dict[str, Any] = {
+        "orderId": order_id,
+        "orderPrice": str(total),
+        "orderCurrency": "USD",
+        "createdAt": "2024-05-01T12:00:00.000Z",
+        "updatedAt": "2024-05-01T12:00:00.000Z",
+        **who,
+        "orderDetails": {
+            "orderStatus": status,
+            "orderType": rng.choice(["dine-in", "takeaway", "delivery"]),
+            "orderItems": items,
+            "orderPayments": [
+                {
+                    "paymentType": "card",
+                    "paymentId": f"pay-{order_id}",
+                    "paymentSum": str(total),
+                    "paymentCardType": rng.choice(["VISA", "MASTERCARD", "AMEX"]),
+                    "paymentLast4": f"{rng.randint(0, 9999):04d}",
+                }
+            ],
+            "tableNumber": rng.randint(1, 40),
+        },
+    }
+    if rng.random() < 0.05:
+        body["store"] = {
+            "storeName": "Bench Bistro",
+            "storeAddress": "1 Main Street",
+            "storeCountryCode": "US",
+            "storeCity": "Springfield",
+        }
+    return body
+
+
+def workload(count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """New orders of regulars (55%), of new customers (15%), anonymous (5%), updates (25%)."""
+    rng = random.Random(seed)
+    bodies: list[dict[str, Any]] = []
+    opened: list[dict[str, Any]] = []
+    newcomers = CUSTOMERS
+    minute = 0
+    for n in range(count):
+        minute += 1
+        stamp = f"2024-05-{1 + minute // 1440:02d}T{minute // 60 % 24:02d}:{minute % 60:02d}:00Z"
+        kind = rng.random()
+        if kind < 0.25 and opened:
+            body = json.loads(json.dumps(opened.pop(rng.randrange(len(opened)))))
+            body["orderDetails"]["orderStatus"] = "CLOSED"
+            body["updatedAt"] = stamp
+            bodies.append(body)
+            continue
+        if kind < 0.80:
+            who = customer(rng.randrange(CUSTOMERS))
+        elif kind < 0.95:
+            newcomers += 1
+            who = customer(newcomers)
+        else:
+            who = {}
+        status = "OPEN" if rng.random() < 0.3 else "CLOSED"
+        body = order_body(f"B-{n}", rng, who, status)
+        body["createdAt"] = body["updatedAt"] = stamp
+        bodies.append(body)
+        if status == "OPEN":
+            opened.append(body)
+    return bodies
+
+
+def touches(profile_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "profileId": profile_id,
+            "campaignId": f"spring-{i % 3}",
+            "email": f"guest{i}@example.com",
+            "touchedAt": "2024-04-28T10:00:00Z",
+        }
+        for i in range(0, CUSTOMERS, 3)
+    ]
+
+
+def http_requests(bodies: list[dict[str, Any]], port: int, token: str) -> list[bytes]:
+    out = []
+    for body in bodies:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        head = (
+            f"POST /v1/orders HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        ).encode()
+        out.append(head + payload)
+    return out
+
+
+# --- the load generator: keep-alive HTTP/1.1 on raw asyncio streams (cheap per request) --
+
+
+@dataclass
+class Run:
+    seconds: float
+    latencies: list[float]
+    statuses: Counter[int]
+    server_cpu_seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else 0.0
+
+
+async def _drive(
+    port: int, requests: list[bytes], connections: int, warmup: float, seconds: float
+) -> Run:
+    cursor = iter(range(10**12))
+    start = time.perf_counter() + warmup
+    stop = start + seconds
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while (now := time.perf_counter()) < stop:
+                writer.write(requests[next(cursor) % len(requests)])
+                head = await reader.readuntil(b"\r\n\r\n")
+                status = int(head[9:12])
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                await reader.readexactly(length)
+                if now >= start:
+                    latencies.append(time.perf_counter() - now)
+                    statuses[status] += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(connections)))
+    return Run(seconds, latencies, statuses)
+
+
+def drive(
+    port: int,
+    requests: list[bytes],
+    connections: int,
+    warmup: float,
+    seconds: float,
+    server: int | None = None,
+) -> Run:
+    """Runs the load; with `server` (a pid), also the CPU its processes used while measured."""
+    try:
+        import uvloop
+
+        runner: Callable[..., Any] = uvloop.run
+    except ImportError:  # pragma: no cover
+        runner = asyncio.run
+
+    async def measured() -> Run:
+        cpu: list[float] = []
+
+        async def sample() -> None:
+            await asyncio.sleep(warmup)
+            cpu.append(cpu_seconds(server) if server else 0.0)
+            await asyncio.sleep(seconds)
+            cpu.append(cpu_seconds(server) if server else 0.0)
+
+        sampler = asyncio.ensure_future(sample())
+        run = await _drive(port, requests, connections, warmup, seconds)
+        await sampler
+        run.server_cpu_seconds = cpu[1] - cpu[0]
+        return run
+
+    result: Run = runner(measured())
+    return result
+
+
+def cpu_seconds(parent: int) -> float:
+    """User + system CPU of a process and its children (uvicorn's workers), from /proc."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in [parent, *_children(parent)]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        return [int(p) for p in path.read_text().split()]
+    except OSError:
+        return []
+
+
+# --- servers --------------------------------------------------------------------------------
+
+
+def ceiling_app() -> Any:
+    """The ceiling: a no-op FastAPI POST endpoint parsing the same bodies into the same model."""
+    from fastapi import FastAPI
+
+    from partnerlink.orders.schemas import OrderIn
+
+    app = FastAPI()
+
+    @app.post("/v1/orders")
+    async def noop(order: OrderIn) -> dict[str, int]:
+        return {"statusCode": 200}
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], path: str = "/healthz") -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("server exited during start-up (see its log)")
+        try:
+            httpx.get(url + path, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def fresh_database(url: str | None, workdir: Path) -> tuple[str, Callable[[], None]]:
+    if not url:
+        return f"sqlite:///{workdir / 'bench.db'}", lambda: None
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from partnerlink.settings import Settings
+
+    server = make_url(Settings(database_url=url).database_url)
+    name = f"plk_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return server.set(database=name).render_as_string(hide_password=False), drop
+
+
+def cli(env: dict[str, str], *args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-m", "partnerlink", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def connect_store(base: str, env: dict[str, str], workdir: Path) -> tuple[str, str]:
+    """Through the real APIs: merchant, profile, store with receipts on, pairing. (token, profile)"""
+    cli(env, "partners", "create", "--name", "Bench POS", "--pos-type", "bench-pos", "--ereceipt")
+    cli(
+        env, "merchants", "create", "--email", "bench@example.com", "--password", "bench-password-1"
+    )
+    with httpx.Client(base_url=base, timeout=30) as client:
+        session = client.post(
+            "/merchant/api/sessions",
+            json={"email": "bench@example.com", "password": "bench-password-1"},
+        ).json()
+        client.headers["Authorization"] = f"Bearer {session['sessionToken']}"
+        profile = client.post("/merchant/api/profiles", json={"name": "Bench Group"}).json()
+        profile_id = profile["profile"]["id"]
+        store = client.post(
+            f"/merchant/api/profiles/{profile_id}/stores",
+            json={"name": "Bench Bistro", "address": "1 Main Street", "countryCode": "US"},
+        ).json()["store"]
+        client.patch(f"/merchant/api/stores/{store['id']}", json={"greenInvoices": True})
+        code = client.post(
+            f"/merchant/api/stores/{store['id']}/pairing-codes", json={"posType": "bench-pos"}
+        ).json()["code"]
+        del client.headers["Authorization"]
+        token = client.post("/v1/auth/integration/pair", json={"code": code}).json()["access_token"]
+    touch_file = workdir / "touches.jsonl"
+    touch_file.write_text("\n".join(json.dumps(t) for t in touches(profile_id)) + "\n")
+    cli(env, "touches", "import", str(touch_file))
+    return token, profile_id
+
+
+def server_pids(parent: int) -> list[int]:
+    """The serving processes: uvicorn's workers when it has several, else the process itself."""
+    pids = _children(parent)
+    workers = [p for p in pids if "multiprocessing" not in Path(f"/proc/{p}/cmdline").read_text()]
+    return workers or [parent]
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=0, help="0 = the server's default")
+    parser.add_argument("--orders", type=int, default=60_000, help="distinct requests generated")
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument("--profile", action="store_true", help="sample the server with py-spy")
+    args = parser.parse_args()
+
+    bodies = workload(args.orders)
+    with tempfile.TemporaryDirectory(prefix="plk-bench-orders-") as tmp:
+        workdir = Path(tmp)
+        database_url, drop_database = fresh_database(args.database_url, workdir)
+        is_sqlite = database_url.startswith("sqlite")
+        workers = args.workers or (1 if is_sqlite else (os.cpu_count() or 1))
+        try:
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            env = {
+                **os.environ,
+                "PARTNERLINK_DATABASE_URL": database_url,
+                "PARTNERLINK_PUBLIC_URL": base,
+                "PARTNERLINK_DATA_DIR": str(workdir),
+                "PARTNERLINK_SECRET_KEY": "bench-secret-key",
+                "PYTHONPATH": str(REPO / "src"),
+            }
+            log = (workdir / "server.log").open("wb")
+            server = subprocess.Popen(
+                [sys.executable, "-m", "partnerlink", "serve", "--port", str(port), "--json"]
+                + (["--workers", str(args.workers)] if args.workers else []),
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                wait_healthy(base, server)
+                token, _profile = connect_store(base, env, workdir)
+                requests = http_requests(bodies, port, token)
+                run = drive(port, requests, args.connections, args.warmup, args.seconds, server.pid)
+                profile_lines: list[str] = []
+                if args.profile:
+                    profile_lines = run_profiled(server.pid, port, requests, args, workdir)
+            finally:
+                stop(server)
+                log.close()
+            ceiling_port = free_port()
+            ceiling = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "orders:ceiling_app",
+                    "--factory",
+                    "--app-dir",
+                    str(Path(__file__).parent),
+                    "--port",
+                    str(ceiling_port),
+                    "--workers",
+                    str(workers),
+                    "--no-proxy-headers",
+                    "--no-server-header",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                wait_healthy(f"http://127.0.0.1:{ceiling_port}", ceiling, "/docs")
+                ceiling_requests = http_requests(bodies, ceiling_port, token)
+                top = drive(
+                    ceiling_port,
+                    ceiling_requests,
+                    args.connections,
+                    args.warmup,
+                    args.seconds,
+                    ceiling.pid,
+                )
+            finally:
+                stop(ceiling)
+            report(run, top, database_url, workers, args.connections, workdir)
+            for line in profile_lines:
+                print(line)
+        finally:
+            drop_database()
+
+
+def run_profiled(
+    parent: int, port: int, requests: list[bytes], args: argparse.Namespace, workdir: Path
+) -> list[str]:
+    from profile_summary import summarise  # bench/profile_summary.py
+
+    pids = server_pids(parent)
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        return ["profile: py-spy is not installed (.venv/bin/pip install py-spy)"]
+    outputs = [workdir / f"spy-{pid}.txt" for pid in pids]
+    samplers = [
+        subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(int(args.seconds)),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--gil",  # the thread holding the GIL: where the server's Python time goes
+                "--output",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for pid, out in zip(pids, outputs, strict=True)
+    ]
+    drive(port, requests, args.connections, 0.5, args.seconds)
+    for sampler in samplers:
+        sampler.wait(timeout=120)
+    return summarise([p for p in outputs if p.exists()])
+
+
+def report(
+    run: Run, top: Run, database_url: str, workers: int, connections: int, workdir: Path
+) -> None:
+    kind = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
+    print(f"database: {kind}; server workers: {workers}; connections: {connections}")
+    print(
+        f"orders:  {run.rate:8,.0f} orders/s   p50 {run.percentile(0.50):6.1f} ms   "
+        f"p99 {run.percentile(0.99):6.1f} ms   statuses {dict(run.statuses)}"
+    )
+    print(
+        f"ceiling: {top.rate:8,.0f} requests/s p50 {top.percentile(0.50):6.1f} ms   "
+        f"p99 {top.percentile(0.99):6.1f} ms   (no-op FastAPI endpoint, same bodies, same uvicorn)"
+    )
+    print(f"orders reach {100 * run.rate / top.rate:.0f}% of the ceiling")
+    if run.latencies and top.latencies:
+        print(
+            f"server CPU per request: orders {1e6 * run.server_cpu_seconds / len(run.latencies):,.0f} us, "
+            f"ceiling {1e6 * top.server_cpu_seconds / len(top.latencies):,.0f} us; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        )
+    errors = sum(n for status, n in run.statuses.items() if status != 200)
+    if errors:
+        tail = (workdir / "server.log").read_text(errors="replace")[-2000:]
+        print(f"non-200 answers: {errors}; server log tail:\n{tail}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
