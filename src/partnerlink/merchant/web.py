@@ -88,7 +88,7 @@ def sign_in(
             status_code=429,
             headers={"Retry-After": (error.headers or {}).get("Retry-After", "60")},
         )
-    except (Unauthorized, DomainError):
+    except Unauthorized:
         return render(
             request,
             "merchant/signin.html",
