@@ -315,6 +315,13 @@ def test_consent_view_names_partner_status_and_own_profiles(box: Box, world: Wor
     }
     assert body["status"] == "pending"
     assert profile["id"] in {p["id"] for p in body["profiles"]}
+    plain_token = box.integration_token(world.partner)
+    plain = box.http.get(
+        f"/merchant/api/consents/{plain_token}",
+        params={"client_id": world.partner.client_id},
+        headers=world.merchant.auth,
+    )
+    assert plain.json()["partner"]["ereceiptOffered"] is False
     for p in body["profiles"]:
         assert {"id", "name", "stores"} <= set(p)
 
