@@ -240,5 +240,5 @@ def test_odd_customer_records(box: Box, conn: Connected, records: list[Any]) -> 
 
 def test_odd_bearer_headers(box: Box) -> None:
     for value in (b"Bearer \xff\xfe", b"Bearer " + b"a" * 8000, b"Bearer a\tb"):
-        _check(box.http.get("/v1/stores", headers={"Authorization": value}))
-        _check(box.http.get("/merchant/api/profiles", headers={"Authorization": value}))
+        _check(box.http.get("/v1/stores", headers={b"Authorization": value}))
+        _check(box.http.get("/merchant/api/profiles", headers={b"Authorization": value}))
