@@ -93,9 +93,12 @@ def patch_store(
 def get_store_connections(
     storeId: str, merchant: CurrentMerchant, session: SessionDep
 ) -> dict[str, Any]:
-    return {
-        "connections": list_store_connections(session, merchant_id=merchant.id, store_id=storeId)
-    }
+    connections = list_store_connections(session, merchant_id=merchant.id, store_id=storeId)
+    # Exactly CONTRACT.md §4's members; the console also shows the partner's name.
+    return {"connections": [{k: c[k] for k in CONNECTION_FIELDS} for c in connections]}
+
+
+CONNECTION_FIELDS = ("id", "posType", "method", "createdAt", "revokedAt")
 
 
 @router.delete("/connections/{connectionId}", status_code=204)
