@@ -40,31 +40,26 @@ def _stamp(dialect: Dialect, now: datetime) -> Any:
     return processor(now) if processor else now
 
 
-def load_match_candidates(
-    session: Session, *, profile_id: str, emails: Collection[str], phones: Collection[str]
+def load_customers(
+    session: Session, *, profile_id: str, column: str, keys: Collection[str]
 ) -> list[StoredRow]:
-    """Every stored customer a batch could match: by its emails, and by its phones.
+    """The profile's customers whose `column` (email or phone_number) is one of `keys`.
 
     On PostgreSQL the rows are locked until the batch commits, so that a
     concurrent order cannot change a customer between our read and our write.
     """
+    if column not in ("email", "phone_number"):
+        raise ValueError(column)
+    if not keys:
+        return []
     connection = session.connection()
-    postgres = connection.dialect.name == "postgresql"
-    rows: dict[int, StoredRow] = {}
-    for column, keys in (("email", emails), ("phone_number", phones)):
-        if not keys:
-            continue
-        if postgres:
-            sql = (
-                f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
-                f"AND {column} = ANY(%s) FOR UPDATE"
-            )
-            found: Any = connection.exec_driver_sql(sql, (profile_id, list(keys)))
-        else:
-            found = _sqlite_in(connection, column, profile_id, list(keys))
-        for row in found:
-            rows[row[0]] = tuple(row)
-    return list(rows.values())
+    if connection.dialect.name == "postgresql":
+        sql = (
+            f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
+            f"AND {column} = ANY(%s) FOR UPDATE"
+        )
+        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, list(keys)))]
+    return [tuple(row) for row in _sqlite_in(connection, column, profile_id, list(keys))]
 
 
 # SQLite caches every distinct statement it prepared (128 per connection), and a

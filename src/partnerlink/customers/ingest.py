@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import bulk, queries
 from partnerlink.customers.bulk import ConcurrentInsert
-from partnerlink.customers.merge import EMAIL, PHONE, plan_batch
+from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.service import CustomerFields, upsert_customer
@@ -194,15 +194,7 @@ def apply_records(
     """
     if not batch.records:
         return 0, 0, 0
-    emails = {record[EMAIL] for record in batch.records if record[EMAIL] is not None}
-    phones = {record[PHONE] for record in batch.records if record[PHONE] is not None}
-    stored = bulk.load_match_candidates(
-        session,
-        profile_id=profile_id,
-        emails=emails,  # type: ignore[arg-type]
-        phones=phones,  # type: ignore[arg-type]
-    )
-    plan = plan_batch(batch.records, stored)
+    plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
     now = utcnow()
     # Updates first: a phone-only customer taking an email must not collide with new rows.
     bulk.update_customers(
@@ -224,6 +216,34 @@ def apply_records(
         updated += outcome == "updated"
         unchanged += outcome == "unchanged"
     return created, updated, unchanged
+
+
+def _match_candidates(
+    session: Session, profile_id: str, records: list[NormalizedRecord]
+) -> list[StoredRow]:
+    """Every stored customer the batch could match, in one or two queries.
+
+    A record whose email is stored matches by email alone, so phones are looked
+    up only for the others (without email, or with a new one): a re-sent list
+    costs one query a batch.
+    """
+    emails = {email for record in records if (email := record[EMAIL]) is not None}
+    stored = {
+        row[0]: row
+        for row in bulk.load_customers(session, profile_id=profile_id, column="email", keys=emails)
+    }
+    known = {row[1] for row in stored.values()}
+    phones = {
+        phone
+        for record in records
+        if (phone := record[PHONE]) is not None and record[EMAIL] not in known
+    }
+    by_phone = bulk.load_customers(
+        session, profile_id=profile_id, column="phone_number", keys=phones
+    )
+    for row in by_phone:
+        stored.setdefault(row[0], row)
+    return list(stored.values())
 
 
 def _errors_with(
