@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -12,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.models import Customer
+from partnerlink.customers.models import Customer, Upload
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES
 from partnerlink.customers.service import resolve_customer
 from partnerlink.settings import Settings
@@ -193,3 +195,30 @@ def test_upload_while_orders_create_the_same_customers(
     in_file = {f"user{i}@example.com" for i in range(count) if i % 10 != 9}
     assert len(emails) == len(set(emails))
     assert in_file <= set(emails)
+
+
+def test_interrupted_upload_leaves_nothing_behind(
+    live_server: LiveServer,
+    live_env: dict[str, str],
+    connected: ConnectedStoreFixture,
+    session: Session,
+) -> None:
+    url = httpx.get(f"{live_server.url}/v1/customers", headers=connected.auth).json()["uploadUrl"]
+    path = "/" + url.split("/", 3)[3]
+    with socket.create_connection(("127.0.0.1", live_server.port)) as conn:
+        conn.sendall(
+            f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {10 * 1024 * 1024}\r\n\r\n".encode()
+        )
+        conn.sendall(b"[" + b" " * (3 * 1024 * 1024))
+    uploads = Path(live_env["PARTNERLINK_DATA_DIR"]) / "uploads"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not uploads.exists():
+        time.sleep(0.05)  # the server made the store's folder before writing
+    while time.monotonic() < deadline and any(p.is_file() for p in uploads.rglob("*")):
+        time.sleep(0.05)
+    assert uploads.exists() and not any(p.is_file() for p in uploads.rglob("*"))
+    assert session.scalar(select(func.count()).select_from(Upload)) == 0
+    session.rollback()  # SQLite: release the write lock for the server
+    # The URL was not used up: the partner can send the file again.
+    assert httpx.put(url, content=b"[]").status_code == 200

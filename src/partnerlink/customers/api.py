@@ -33,7 +33,6 @@ from partnerlink.db.base import new_id
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.problems import (
     BadRequest,
-    DomainError,
     InvalidToken,
     NotFound,
     PayloadTooLarge,
@@ -119,8 +118,8 @@ async def put_upload(token: str, request: Request) -> dict[str, Any]:
                 s, grant=grant, upload_id=upload_id, storage_key=key, size_bytes=size
             ),
         )
-    except DomainError:
-        storage.delete(key)
+    except BaseException:
+        storage.delete(key)  # not recorded, so never to be ingested
         raise
     return {"uploadId": upload_id, "status": "received"}
 
