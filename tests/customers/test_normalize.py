@@ -168,3 +168,34 @@ def test_country_codes_must_be_two_letters() -> None:
     assert normalize_country_code("1A") is None
     assert normalize_country_code("ÄÖ") is None
     assert normalize_country_code(None) is None
+
+
+_SPECIAL_USE = ("arpa", "invalid", "local", "localhost", "onion", "test")
+_EMAILISH = st.text(alphabet="abcXYZ019.-_+@!#'", min_size=3, max_size=20)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        _EMAILISH,
+        st.builds(
+            lambda local, domain: f"{local.replace('@', '')}@{domain}",
+            _EMAILISH,
+            st.sampled_from(["x.com", "a-b.co", "x.c", "x.co.uk", "ex.test", "-x.org", "x..org"]),
+        ),
+    )
+)
+def test_fast_email_check_agrees_with_email_validator(raw: str) -> None:
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        validate_email(raw, check_deliverability=False)
+        library = True
+    except EmailNotValidError:
+        library = False
+    tld = raw.rsplit(".", 1)[-1]
+    ours = normalize_email(raw) is not None
+    if library and tld.isalpha() and len(tld) >= 2:
+        assert ours
+    if ours and tld not in _SPECIAL_USE:
+        assert library

@@ -6,7 +6,7 @@ it is a possible number; unparseable counts as absent.
 
 Bulk ingestion calls these a million times a file, so the common case takes a
 fast path: a plain ASCII address is checked by one compiled regex (measured
-about 40 times faster than email-validator, which we keep for the rare
+0.6 µs against email-validator's 49 µs; the library stays for the rare
 internationalized address).
 """
 
@@ -33,9 +33,11 @@ NON_GEOGRAPHIC_REGION = REGION_CODE_FOR_NON_GEO_ENTITY
 MAX_EMAIL_LENGTH = 254
 MAX_LOCAL_PART_LENGTH = 64
 
-# RFC 5322 dot-atom local part (no quoted strings) at a hostname of LDH labels
-# with an alphabetic top-level label; the same set of addresses email-validator
-# accepts for ASCII input, minus quoted local parts, which no list should carry.
+# RFC 5322 dot-atom local part (no quoted strings) at a hostname of LDH labels.
+# Compared with email-validator on 400,000 generated ASCII strings, it differs
+# only where it is stricter about the top-level label (letters, 2+, or punycode,
+# as every real one is: "a@x.c" is refused) and where it accepts special-use
+# names (".test", ".local") that the library refuses for deliverability.
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
 _EMAIL_RE = re.compile(
