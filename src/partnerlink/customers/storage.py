@@ -26,6 +26,9 @@ class UploadTooLarge(Exception):
 
 
 class UploadStorage(Protocol):
+    """Stored customer files by key. Implementations must be picklable: the upload
+    reader process (reader_process.py) receives the storage and opens the file itself."""
+
     async def save(self, key: str, chunks: AsyncIterator[bytes], *, max_bytes: int) -> int:
         """Stores the stream durably under `key`; returns its size in bytes."""
         ...
