@@ -37,7 +37,7 @@ def test_page_shows_an_itemised_receipt(
     for text in (
         "Bistro Central",
         "1 Main Street",
-        "62701 Springfield IL",
+        "Springfield, IL 62701",
         "+12175550100",
         "May 1, 2024",
         "2:30",  # the store's clock, not UTC

@@ -176,18 +176,35 @@ class OrderDetailsIn(BaseModel):
 class OrderIn(BaseModel):
     """An order as sent by the partner; re-sending the same `orderId` updates it."""
 
-    orderId: Annotated[Text, Required] = Field(max_length=200)
-    orderPrice: Annotated[Money, Required]
-    orderCurrency: Annotated[str, Required, AfterValidator(parse_currency)]
-    createdAt: Annotated[Timestamp, Required]
-    updatedAt: Timestamp | None = None
+    orderId: Annotated[Text, Required] = Field(
+        max_length=200, description="Your order id; re-sending it updates the order."
+    )
+    orderPrice: Annotated[Money, Required] = Field(
+        description='Total in minor units as a string of digits: "2400" is 24.00 USD.'
+    )
+    orderCurrency: Annotated[str, Required, AfterValidator(parse_currency)] = Field(
+        description="ISO 4217 currency code."
+    )
+    createdAt: Annotated[Timestamp, Required] = Field(
+        description="ISO-8601 time of the order; without an offset it is taken as UTC."
+    )
+    updatedAt: Timestamp | None = Field(
+        None, description="ISO-8601 time of the last change; an older re-send is not applied."
+    )
     customerFirstName: Text | None = Field(None, max_length=200)
     customerLastName: Text | None = Field(None, max_length=200)
-    customerPhoneNumber: Text | None = Field(None, max_length=50)
+    customerPhoneNumber: Text | None = Field(
+        None, max_length=50, description="Enables the SMS e-receipt; E.164 preferred."
+    )
     customerEmail: Text | None = Field(None, max_length=320)
-    orderDetails: Annotated[OrderDetailsIn | None, BeforeValidator(storable_json)] = None
-    # The same fields as PUT /v1/stores; a snapshot updates the store profile.
-    store: StoreProfileIn | None = None
+    orderDetails: Annotated[OrderDetailsIn | None, BeforeValidator(storable_json)] = Field(
+        None,
+        description="orderStatus (CLOSED matters for e-receipts), orderType, orderItems, "
+        "orderPayments; any other key is kept as given.",
+    )
+    store: StoreProfileIn | None = Field(
+        None, description="Store snapshot (fields of PUT /v1/stores); updates the store profile."
+    )
 
     model_config = ConfigDict(
         json_schema_extra={

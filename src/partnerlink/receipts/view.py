@@ -62,15 +62,7 @@ def receipt_context(order: Order, store: Store) -> dict[str, Any]:
         "store": {
             "name": snapshot.get("storeName") or store.name,
             "address": snapshot.get("storeAddress"),
-            "locality": " ".join(
-                str(part)
-                for part in (
-                    snapshot.get("storePostalCode"),
-                    snapshot.get("storeCity"),
-                    snapshot.get("storeState"),
-                )
-                if part
-            ),
+            "locality": _locality(snapshot),
             "country": locale.territories.get(str(snapshot.get("storeCountryCode") or ""), ""),
             "phone": snapshot.get("storePhoneNumber"),
         },
@@ -89,6 +81,16 @@ def receipt_context(order: Order, store: Store) -> dict[str, Any]:
         "total": format_money(order.order_price, currency, locale),
         "currency": currency,
     }
+
+
+def _locality(snapshot: dict[str, Any]) -> str:
+    """'Springfield, IL 62701': city, region and postal code, whichever are known."""
+    city, region, postal = (
+        str(snapshot.get(key) or "").strip()
+        for key in ("storeCity", "storeState", "storePostalCode")
+    )
+    place = ", ".join(part for part in (city, region) if part)
+    return " ".join(part for part in (place, postal) if part)
 
 
 def _objects(value: object) -> list[dict[str, Any]]:
