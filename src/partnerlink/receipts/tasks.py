@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
@@ -128,6 +128,33 @@ def backoff_seconds(attempts: int, retry_after: float | None = None) -> float:
     return max(delay, retry_after or 0.0)
 
 
+_receipts: Table = Receipt.__table__  # type: ignore[assignment]
+_OUTCOME_COLUMNS = (
+    "status",
+    "provider",
+    "provider_message_id",
+    "last_error",
+    "next_attempt_at",
+    "sent_at",
+    "link",
+    "body",
+)
+# One statement for every outcome, run for a whole batch at once (executemany); it
+# applies only while this worker still holds the receipt's lease.
+_RECORD_OUTCOME = (
+    update(_receipts)
+    .where(
+        _receipts.c.id == bindparam("receipt_id"),
+        _receipts.c.status == PENDING,
+        _receipts.c.lease_until == bindparam("held_lease", type_=_receipts.c.lease_until.type),
+    )
+    .values(
+        lease_until=None,
+        **{name: bindparam(name, type_=_receipts.c[name].type) for name in _OUTCOME_COLUMNS},
+    )
+)
+
+
 def _record(
     sessions: sessionmaker[Session],
     outcomes: list[tuple[_Claimed, Delivery]],
@@ -136,43 +163,47 @@ def _record(
     """Writes outcomes, each only if this worker still holds the receipt's lease."""
     if not outcomes:
         return
+    rows = [_outcome_values(receipt, delivery, provider) for receipt, delivery in outcomes]
     with sessions.begin() as session:
-        for receipt, delivery in outcomes:
-            values = _outcome_values(receipt, delivery, provider)
-            session.execute(
-                update(Receipt)
-                .where(
-                    Receipt.id == receipt.id,
-                    Receipt.status == PENDING,
-                    Receipt.lease_until == receipt.lease_until,
-                )
-                .values(**values)
-                .execution_options(synchronize_session=False)
+        session.connection().execute(_RECORD_OUTCOME, rows)
+    for (receipt, delivery), row in zip(outcomes, rows, strict=True):
+        if row["status"] != SENT:
+            log.info(
+                "e-receipt for order %s: %s (%s)",
+                receipt.order_id,
+                "retry scheduled" if row["status"] == PENDING else row["status"],
+                delivery.reason,
             )
-            if values.get("status") != SENT:
-                log.info(
-                    "e-receipt for order %s: %s (%s)",
-                    receipt.order_id,
-                    values.get("status", "retry scheduled"),
-                    delivery.reason,
-                )
 
 
 def _outcome_values(
     receipt: _Claimed, delivery: Delivery, provider: SmsProvider
 ) -> dict[str, object]:
     now = utcnow()
-    values: dict[str, object] = {"lease_until": None, "provider": provider.name}
+    values: dict[str, object] = {
+        "receipt_id": receipt.id,
+        "held_lease": receipt.lease_until,
+        "provider": provider.name,
+        "provider_message_id": None,
+        "next_attempt_at": now,
+        "sent_at": None,
+        "link": receipt.link,
+        "body": receipt.body,
+    }
     if delivery.outcome == "sent":
         values.update(
             status=SENT, sent_at=now, provider_message_id=delivery.message_id, last_error=None
         )
     elif delivery.outcome == "retry" and receipt.attempts < MAX_ATTEMPTS:
         delay = backoff_seconds(receipt.attempts, delivery.retry_after_seconds)
-        values.update(next_attempt_at=now + timedelta(seconds=delay), last_error=delivery.reason)
+        values.update(
+            status=PENDING,
+            next_attempt_at=now + timedelta(seconds=delay),
+            last_error=delivery.reason,
+        )
     else:
         values.update(status=FAILED, last_error=delivery.reason or "gave up")
-    if values.get("status") in (SENT, FAILED) and not provider.instant:
+    if values["status"] in (SENT, FAILED) and not provider.instant:
         # Delivered (or given up): the key in the stored text is no longer needed; the
         # page finds the receipt by the key's digest. The outbox keeps its messages whole.
         values.update(_without_key(receipt))
