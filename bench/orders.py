@@ -23,7 +23,6 @@ during a second measured run and prints where the time goes.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import random
@@ -33,13 +32,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from loadgen import Run, drive, server_pids  # bench/loadgen.py
 
 REPO = Path(__file__).resolve().parent.parent
 CUSTOMERS = 800  # the store's regulars; a third of them were reached by ads
@@ -176,112 +175,6 @@ def http_requests(bodies: list[dict[str, Any]], port: int, token: str) -> list[b
     return out
 
 
-# --- the load generator: keep-alive HTTP/1.1 on raw asyncio streams (cheap per request) --
-
-
-@dataclass
-class Run:
-    seconds: float
-    latencies: list[float]
-    statuses: Counter[int]
-    server_cpu_seconds: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        return len(self.latencies) / self.seconds
-
-    def percentile(self, p: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else 0.0
-
-
-async def _drive(
-    port: int, requests: list[bytes], connections: int, warmup: float, seconds: float
-) -> Run:
-    cursor = iter(range(10**12))
-    start = time.perf_counter() + warmup
-    stop = start + seconds
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-
-    async def connection() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            while (now := time.perf_counter()) < stop:
-                writer.write(requests[next(cursor) % len(requests)])
-                head = await reader.readuntil(b"\r\n\r\n")
-                status = int(head[9:12])
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                await reader.readexactly(length)
-                if now >= start:
-                    latencies.append(time.perf_counter() - now)
-                    statuses[status] += 1
-        finally:
-            writer.close()
-
-    await asyncio.gather(*(connection() for _ in range(connections)))
-    return Run(seconds, latencies, statuses)
-
-
-def drive(
-    port: int,
-    requests: list[bytes],
-    connections: int,
-    warmup: float,
-    seconds: float,
-    server: int | None = None,
-) -> Run:
-    """Runs the load; with `server` (a pid), also the CPU its processes used while measured."""
-    try:
-        import uvloop
-
-        runner: Callable[..., Any] = uvloop.run
-    except ImportError:  # pragma: no cover
-        runner = asyncio.run
-
-    async def measured() -> Run:
-        cpu: list[float] = []
-
-        async def sample() -> None:
-            await asyncio.sleep(warmup)
-            cpu.append(cpu_seconds(server) if server else 0.0)
-            await asyncio.sleep(seconds)
-            cpu.append(cpu_seconds(server) if server else 0.0)
-
-        sampler = asyncio.ensure_future(sample())
-        run = await _drive(port, requests, connections, warmup, seconds)
-        await sampler
-        run.server_cpu_seconds = cpu[1] - cpu[0]
-        return run
-
-    result: Run = runner(measured())
-    return result
-
-
-def cpu_seconds(parent: int) -> float:
-    """User + system CPU of a process and its children (uvicorn's workers), from /proc."""
-    total = 0.0
-    ticks = os.sysconf("SC_CLK_TCK")
-    for pid in [parent, *_children(parent)]:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
-
-
-def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    try:
-        return [int(p) for p in path.read_text().split()]
-    except OSError:
-        return []
-
-
 # --- servers --------------------------------------------------------------------------------
 
 
@@ -388,13 +281,6 @@ def connect_store(base: str, env: dict[str, str], workdir: Path) -> tuple[str, s
     touch_file.write_text("\n".join(json.dumps(t) for t in touches(profile_id)) + "\n")
     cli(env, "touches", "import", str(touch_file))
     return token, profile_id
-
-
-def server_pids(parent: int) -> list[int]:
-    """The serving processes: uvicorn's workers when it has several, else the process itself."""
-    pids = _children(parent)
-    workers = [p for p in pids if "multiprocessing" not in Path(f"/proc/{p}/cmdline").read_text()]
-    return workers or [parent]
 
 
 # --- main ------------------------------------------------------------------------------------

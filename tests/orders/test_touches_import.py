@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from partnerlink.cli import app as cli_app
 from partnerlink.orders.models import Touch
@@ -15,7 +15,7 @@ from partnerlink.settings import Settings
 from tests.factories import create_merchant_account, create_profile
 
 
-def run_cli(settings: Settings, *args: str) -> object:
+def run_cli(settings: Settings, *args: str) -> Result:
     env = {
         "PARTNERLINK_DATABASE_URL": settings.database_url,
         "PARTNERLINK_DATA_DIR": str(settings.data_dir),
@@ -52,12 +52,12 @@ def test_import_counts_and_lists_rejected_lines(
         ],
     )
     result = run_cli(settings, "touches", "import", str(file), "--json")
-    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    assert json.loads(result.stdout) == {"imported": 2, "rejected": 7}  # type: ignore[attr-defined]
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"imported": 2, "rejected": 7}
 
     human = run_cli(settings, "touches", "import", str(file))
     for number in (3, 4, 5, 7, 8, 9, 10):
-        assert f"line {number}:" in human.stdout  # type: ignore[attr-defined]
+        assert f"line {number}:" in human.stdout
     touches = list(session.scalars(select(Touch).order_by(Touch.id)))
     session.rollback()
     assert [(t.email, t.phone_number) for t in touches[:2]] == [
@@ -85,10 +85,10 @@ def test_large_file_imports_with_progress(
     assert file.stat().st_size > 1_000_000
     result = run_cli(settings, "touches", "import", str(file))
     assert result.exit_code == 0
-    assert "Imported 11999 touches; rejected 1." in result.stdout  # type: ignore[attr-defined]
-    assert "line 5001: not valid JSON" in result.stdout  # type: ignore[attr-defined]
+    assert "Imported 11999 touches; rejected 1." in result.stdout
+    assert "line 5001: not valid JSON" in result.stdout
 
 
 def test_missing_file_exits_1(settings: Settings, tmp_path: Path) -> None:
     result = run_cli(settings, "touches", "import", str(tmp_path / "nope.jsonl"))
-    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert result.exit_code == 1

@@ -1,0 +1,127 @@
+"""A lean load generator: keep-alive HTTP/1.1 on raw asyncio streams, and CPU accounting.
+
+Cheap per request (no HTTP client library in the loop), so that on a 2-core
+machine it takes as little as possible from the server it measures. Used by
+bench/orders.py for both the real server and the ceiling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Run:
+    seconds: float
+    latencies: list[float]
+    statuses: Counter[int]
+    server_cpu_seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else 0.0
+
+
+async def _drive(
+    port: int, requests: list[bytes], connections: int, warmup: float, seconds: float
+) -> Run:
+    cursor = iter(range(10**12))
+    start = time.perf_counter() + warmup
+    stop = start + seconds
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while (now := time.perf_counter()) < stop:
+                writer.write(requests[next(cursor) % len(requests)])
+                head = await reader.readuntil(b"\r\n\r\n")
+                status = int(head[9:12])
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                await reader.readexactly(length)
+                if now >= start:
+                    latencies.append(time.perf_counter() - now)
+                    statuses[status] += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(connections)))
+    return Run(seconds, latencies, statuses)
+
+
+def drive(
+    port: int,
+    requests: list[bytes],
+    connections: int,
+    warmup: float,
+    seconds: float,
+    server: int | None = None,
+) -> Run:
+    """Runs the load; with `server` (a pid), also the CPU its processes used while measured."""
+    try:
+        import uvloop
+
+        runner: Callable[..., Any] = uvloop.run
+    except ImportError:  # pragma: no cover
+        runner = asyncio.run
+
+    async def measured() -> Run:
+        cpu: list[float] = []
+
+        async def sample() -> None:
+            await asyncio.sleep(warmup)
+            cpu.append(cpu_seconds(server) if server else 0.0)
+            await asyncio.sleep(seconds)
+            cpu.append(cpu_seconds(server) if server else 0.0)
+
+        sampler = asyncio.ensure_future(sample())
+        run = await _drive(port, requests, connections, warmup, seconds)
+        await sampler
+        run.server_cpu_seconds = cpu[1] - cpu[0]
+        return run
+
+    result: Run = runner(measured())
+    return result
+
+
+def cpu_seconds(parent: int) -> float:
+    """User + system CPU of a process and its children (uvicorn's workers), from /proc."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in [parent, *children(parent)]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        return [int(p) for p in path.read_text().split()]
+    except OSError:
+        return []
+
+
+def server_pids(parent: int) -> list[int]:
+    """The serving processes: uvicorn's workers when it has several, else the process itself."""
+    pids = children(parent)
+    workers = [p for p in pids if "multiprocessing" not in Path(f"/proc/{p}/cmdline").read_text()]
+    return workers or [parent]

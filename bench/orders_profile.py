@@ -1,0 +1,174 @@
+"""Where a POST /v1/orders spends its CPU, measured inside one process (no load generator).
+
+    .venv/bin/python bench/orders_profile.py [--orders 3000]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+
+Drives the real ASGI application (middleware, routing, validation, the unit of
+work) with the same workload as bench/orders.py, calling it directly instead of
+through uvicorn, and reports CPU time per order (process time, so other load on
+the machine does not count): the framework alone (unit of work stubbed out),
+the thread hop, and the unit of work split into its parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from orders import fresh_database, workload  # bench/orders.py
+
+# Functions the unit of work calls by name from partnerlink.orders.service.
+PARTS = [
+    ("authenticate_access_token", "access token look-up"),
+    ("_store_facts", "store facts (or snapshot)"),
+    ("resolve_customer", "customer matching"),
+    ("queue_receipt", "receipt row"),
+]
+
+
+def asgi_call(app: Any, token: str, body: bytes) -> Any:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/orders",
+        "raw_path": b"/v1/orders",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"bench"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+
+    async def call() -> None:
+        delivered = False
+        status: list[int] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if delivered:
+                await asyncio.sleep(3600)
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+
+        await app(scope, receive, send)
+        assert status == [200], status
+
+    return call
+
+
+def cpu_per_order(calls: list[Callable[[], Any]]) -> float:
+    async def run() -> None:
+        for call in calls:
+            await call()
+
+    started = time.process_time()
+    asyncio.run(run())
+    return (time.process_time() - started) / len(calls) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--orders", type=int, default=3000)
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+
+    from tests.factories import create_connected_store
+
+    import partnerlink.orders.api as orders_api
+    import partnerlink.orders.service as orders_service
+    from partnerlink.app import create_app
+    from partnerlink.db.migrate import upgrade
+    from partnerlink.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="plk-profile-") as tmp:
+        url, drop = fresh_database(args.database_url, Path(tmp))
+        try:
+            settings = Settings(
+                database_url=url, secret_key="bench", data_dir=Path(tmp), run_worker=False
+            )
+            upgrade(settings.database_url)
+            app = create_app(settings)
+            with app.state.sessionmaker() as session:
+                token = create_connected_store(session, green_invoices=True).access_token
+            bodies = [json.dumps(b).encode() for b in workload(args.orders * 4)]
+            batches = [bodies[i::4] for i in range(4)]
+            calls = [[asgi_call(app, token, b) for b in batch] for batch in batches]
+            cpu_per_order(calls[0])  # warm up: caches, customers, statements
+
+            real_unit, real_hop = orders_api.accept_order, orders_api.run_in_threadpool
+
+            async def inline(function: Callable[..., Any], *a: Any, **k: Any) -> Any:
+                return function(*a, **k)
+
+            orders_api.accept_order = lambda *a, **k: None
+            orders_api.run_in_threadpool = inline
+            framework = cpu_per_order(calls[1][: args.orders // 2])
+            orders_api.run_in_threadpool = real_hop
+            with_hop = cpu_per_order(calls[1][args.orders // 2 :])
+            orders_api.accept_order = real_unit
+            full = cpu_per_order(calls[2])
+
+            spent: Counter[str] = Counter()
+            for function_name, label in PARTS:
+                original = getattr(orders_service, function_name)
+                setattr(orders_service, function_name, _timed(original, label, spent))
+            unit = _timed(real_unit, "unit of work (total)", spent)
+            orders_api.accept_order = unit
+            orders_api.run_in_threadpool = inline
+            cpu_per_order(calls[3])
+            n = len(calls[3])
+        finally:
+            drop()
+
+    kind = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+    print(f"database: {kind}; CPU per order, microseconds (process time)")
+    print(f"  whole request, in process (no uvicorn): {full:7.0f}")
+    print(f"  framework only (unit of work stubbed):  {framework:7.0f}")
+    print(f"  thread-pool hop:                        {with_hop - framework:7.0f}")
+    total = spent["unit of work (total)"] / n
+    print(f"  unit of work (one transaction):         {total:7.0f}")
+    named = 0.0
+    for _function, label in PARTS:
+        part = spent[label] / n
+        named += part
+        print(f"    {label:36s} {part:7.0f}")
+    print(f"    {'order upsert, session, commit':36s} {total - named:7.0f}")
+
+
+def _timed(function: Callable[..., Any], label: str, spent: Counter[str]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[label] += (time.process_time() - started) * 1e6
+
+    return timed
+
+
+if __name__ == "__main__":
+    main()
