@@ -30,7 +30,7 @@ from orders import fresh_database, workload  # bench/orders.py
 # Functions the unit of work calls by name from partnerlink.orders.service.
 PARTS = [
     ("authenticate_access_token", "access token look-up"),
-    ("_store_facts", "store facts (or snapshot)"),
+    ("_store_facts", "store snapshot (when sent)"),
     ("resolve_customer", "customer matching"),
     ("queue_receipt", "receipt row"),
 ]

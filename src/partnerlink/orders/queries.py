@@ -31,11 +31,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from partnerlink.orders.conversion import ANONYMOUS, NEW, ORGANIC, RETURNING
 from partnerlink.orders.models import Order, Touch
-from partnerlink.stores.models import Store
 
 orders: Table = Order.__table__  # type: ignore[assignment]
 touches: Table = Touch.__table__  # type: ignore[assignment]
-stores: Table = Store.__table__  # type: ignore[assignment]
 
 # Written on every store of an order; the rest (identity, conversion, received_at) only once.
 UPDATED_COLUMNS = (
@@ -118,14 +116,6 @@ def update_order(*, guarded: bool) -> Update:
             or_(stored.is_(None), stored <= bindparam("new_updated_at", type_=stored.type))
         )
     return statement.values({name: _bind(name) for name in UPDATED_COLUMNS}).returning(orders.c.id)
-
-
-@cache
-def store_facts() -> Select[str, str, bool]:
-    """The store columns storing an order needs, when no snapshot came with it."""
-    return select(stores.c.name, stores.c.country_code, stores.c.green_invoices).where(
-        stores.c.id == bindparam("store_id")
-    )
 
 
 def find_order(*, store_id: str, order_id: str) -> Select[Order]:

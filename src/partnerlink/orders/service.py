@@ -23,7 +23,7 @@ from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
+from partnerlink.problems import DomainError, Forbidden, NotFound
 from partnerlink.receipts.service import order_visible, queue_receipt, receipt_due
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
@@ -147,10 +147,8 @@ def _store_facts(session: Session, *, caller: ConnectedStore, order: OrderIn) ->
     if order.store is not None:
         store = apply_store_profile(session, store_id=caller.store_id, profile=order.store)
         return _StoreFacts(store.name, store.country_code, bool(store.green_invoices))
-    row = session.connection().execute(queries.store_facts(), {"store_id": caller.store_id}).first()
-    if row is None:  # the store was deleted after the token was checked
-        raise InvalidToken()
-    return _StoreFacts(row.name, row.country_code, bool(row.green_invoices))
+    # Read with the access token, in this same transaction.
+    return _StoreFacts(caller.store_name, caller.store_country_code, caller.green_invoices)
 
 
 def _columns(order: OrderIn, *, caller: ConnectedStore, customer_id: int | None) -> dict[str, Any]:

@@ -28,6 +28,10 @@ class ConnectedStore:
     profile_id: str
     partner_id: str
     connection_id: str
+    # Read in the same query, for data endpoints that need them (orders: no second look-up).
+    store_name: str = ""
+    store_country_code: str = ""
+    green_invoices: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,9 @@ _ACCESS_LOOKUP = (
         Connection.partner_id,
         Connection.revoked_at,
         Store.profile_id,
+        Store.name,
+        Store.country_code,
+        Store.green_invoices,
     )
     .join(Connection, Connection.id == Token.connection_id)
     .join(Store, Store.id == Connection.store_id)
@@ -137,6 +144,9 @@ def authenticate_access_token(session: Session, value: str) -> ConnectedStore:
         profile_id=row.profile_id,
         partner_id=row.partner_id,
         connection_id=row.id,
+        store_name=row.name,
+        store_country_code=row.country_code,
+        green_invoices=bool(row.green_invoices),
     )
 
 
