@@ -4,8 +4,11 @@ Claiming is one atomic UPDATE that sets a lease (with FOR UPDATE SKIP LOCKED on
 PostgreSQL, so several workers take different rows); a crashed worker's rows
 are claimed again once the lease runs out. Sending happens outside any
 transaction, so a slow provider never holds the database (on SQLite: its one
-connection). A receipt is sent at most once: the outcome is recorded only by
-the worker that still holds the lease.
+connection). An outcome is recorded only by the worker that still holds the
+lease, so two workers never both send a receipt. The one window left: a worker
+that dies between the provider's answer and recording it leaves that receipt
+to be claimed again after the lease (120 s); real sends are therefore recorded
+one by one, right after each answer.
 """
 
 from __future__ import annotations
