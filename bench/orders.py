@@ -179,12 +179,24 @@ def http_requests(bodies: list[dict[str, Any]], port: int, token: str) -> list[b
 
 
 def ceiling_app() -> Any:
-    """The ceiling: a no-op FastAPI POST endpoint parsing the same bodies into the same model."""
+    """The ceiling: a no-op FastAPI POST endpoint parsing the same bodies into the same model.
+
+    It gets the server's start-up tuning too (the garbage collector's), so that the
+    two differ only by what the real endpoint does.
+    """
+    from contextlib import asynccontextmanager
+
     from fastapi import FastAPI
 
+    from partnerlink.app import tune_garbage_collector
     from partnerlink.orders.schemas import OrderIn
 
-    app = FastAPI()
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> Any:
+        tune_garbage_collector()
+        yield
+
+    app = FastAPI(lifespan=lifespan)
 
     @app.post("/v1/orders")
     async def noop(order: OrderIn) -> dict[str, int]:

@@ -38,6 +38,9 @@ def serve(
     if not json_output:
         _print_banner(settings.public_url)
     install_log_redaction()
+    from partnerlink.app import SERVER_PROCESS_ENV
+
+    os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
     uvicorn.run(
         "partnerlink.app:create_app",
         factory=True,
