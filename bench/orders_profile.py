@@ -29,7 +29,7 @@ from orders import fresh_database, workload  # bench/orders.py
 
 # Functions the unit of work calls by name from partnerlink.orders.service.
 PARTS = [
-    ("authenticate_access_token", "access token look-up"),
+    ("authenticate_access_token", "token look-up (+ checkout, BEGIN)"),
     ("_store_facts", "store snapshot (when sent)"),
     ("resolve_customer", "customer matching"),
     ("queue_receipt", "receipt row"),
@@ -99,6 +99,7 @@ def main() -> None:
     from tests.factories import create_connected_store
 
     import partnerlink.orders.api as orders_api
+    import partnerlink.orders.pipeline as orders_pipeline
     import partnerlink.orders.service as orders_service
     from partnerlink.app import create_app
     from partnerlink.db.migrate import upgrade
@@ -119,15 +120,15 @@ def main() -> None:
             calls = [[asgi_call(app, token, b) for b in batch] for batch in batches]
             cpu_per_order(calls[0])  # warm up: caches, customers, statements
 
-            real_unit, real_hop = orders_api.accept_order, orders_api.run_in_threadpool
+            real_unit, real_hop = orders_api.accept_order, orders_pipeline.run_in_threadpool
 
             async def inline(function: Callable[..., Any], *a: Any, **k: Any) -> Any:
                 return function(*a, **k)
 
             orders_api.accept_order = lambda *a, **k: None
-            orders_api.run_in_threadpool = inline
+            orders_pipeline.run_in_threadpool = inline
             framework = cpu_per_order(calls[1][: args.orders // 2])
-            orders_api.run_in_threadpool = real_hop
+            orders_pipeline.run_in_threadpool = real_hop
             with_hop = cpu_per_order(calls[1][args.orders // 2 :])
             orders_api.accept_order = real_unit
             full = cpu_per_order(calls[2])
@@ -138,7 +139,7 @@ def main() -> None:
                 setattr(orders_service, function_name, _timed(original, label, spent))
             unit = _timed(real_unit, "unit of work (total)", spent)
             orders_api.accept_order = unit
-            orders_api.run_in_threadpool = inline
+            orders_pipeline.run_in_threadpool = inline
             cpu_per_order(calls[3])
             n = len(calls[3])
         finally:
@@ -148,7 +149,7 @@ def main() -> None:
     print(f"database: {kind}; CPU per order, microseconds (process time)")
     print(f"  whole request, in process (no uvicorn): {full:7.0f}")
     print(f"  framework only (unit of work stubbed):  {framework:7.0f}")
-    print(f"  thread-pool hop:                        {with_hop - framework:7.0f}")
+    print(f"  thread hop (one order per hop here):    {with_hop - framework:7.0f}")
     total = spent["unit of work (total)"] / n
     print(f"  unit of work (one transaction):         {total:7.0f}")
     named = 0.0
