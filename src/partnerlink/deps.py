@@ -2,16 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any
+from weakref import WeakKeyDictionary
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from partnerlink.settings import Settings
 
+_gates: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
+    WeakKeyDictionary()
+)
 
-def get_session(request: Request) -> Iterator[Session]:
+
+def database_slots(request: Request) -> int:
+    """How many connections the pool can hand out at once."""
+    pool: Any = request.app.state.engine.pool
+    size = pool.size() if hasattr(pool, "size") else 1
+    overflow = max(0, getattr(pool, "_max_overflow", 0))
+    return max(1, int(size) + int(overflow))
+
+
+async def database_gate(request: Request) -> AsyncIterator[None]:
+    """Admits a request to the database only while a connection is free for it.
+
+    A request keeps its connection between thread-pool steps (dependencies, the
+    route, the commit). Without this gate, more simultaneous requests than
+    threads could fill every thread with a wait for a connection while the
+    request holding it waits for a thread: on SQLite's single connection that
+    stalled everything for the pool timeout. Waiting here costs no thread.
+    """
+    loop = asyncio.get_running_loop()
+    per_app = _gates.setdefault(loop, {})
+    gate = per_app.get(id(request.app))
+    if gate is None:
+        gate = per_app[id(request.app)] = asyncio.Semaphore(database_slots(request))
+    async with gate:
+        yield
+
+
+def get_session(
+    request: Request, _admitted: Annotated[None, Depends(database_gate, scope="function")]
+) -> Iterator[Session]:
     """The one commit point of a request.
 
     Scope "function" makes the commit happen before the response is sent, so a
