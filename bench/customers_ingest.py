@@ -22,15 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, func, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import create_engine, func, insert, select
 
+from benchdb import fresh_database  # bench/benchdb.py
 from partnerlink.customers.bulk import insert_customers
 from partnerlink.customers.ingest import BATCH_SIZE
 from partnerlink.customers.models import Customer
@@ -185,24 +184,6 @@ def ensure_file(count: int, directory: Path) -> Path:
         out.write("\n]\n")
     partial.rename(path)
     return path
-
-
-def fresh_database(url: str | None, workdir: Path) -> tuple[str, Any]:
-    """A new empty database (SQLite file, or a database on the given PostgreSQL server)."""
-    if not url:
-        return f"sqlite:///{workdir / 'bench.db'}", lambda: None
-    server = make_url(Settings(database_url=url).database_url)
-    name = f"plk_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return server.set(database=name).render_as_string(hide_password=False), drop
 
 
 def connected_store(database_url: str) -> tuple[str, str]:

@@ -31,13 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from benchdb import fresh_database  # bench/benchdb.py
 from loadgen import Run, drive, server_pids  # bench/loadgen.py
 
 REPO = Path(__file__).resolve().parent.parent
@@ -230,28 +229,6 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
-
-
-def fresh_database(url: str | None, workdir: Path) -> tuple[str, Callable[[], None]]:
-    if not url:
-        return f"sqlite:///{workdir / 'bench.db'}", lambda: None
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    from partnerlink.settings import Settings
-
-    server = make_url(Settings(database_url=url).database_url)
-    name = f"plk_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return server.set(database=name).render_as_string(hide_password=False), drop
 
 
 def cli(env: dict[str, str], *args: str) -> Any:

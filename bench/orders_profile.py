@@ -25,7 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orders import fresh_database, workload  # bench/orders.py
+from benchdb import fresh_database  # bench/benchdb.py
+from orders import workload  # bench/orders.py
 
 # Functions the unit of work calls by name from partnerlink.orders.service.
 PARTS = [
