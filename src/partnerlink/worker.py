@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -20,12 +21,30 @@ log = logging.getLogger("partnerlink.worker")
 # A task does a bounded amount of work and returns how many items it handled.
 Task = Callable[[sessionmaker[Session], Settings], int]
 
+# How often a worker looks for `.part` files left by a killed upload PUT (a directory walk).
+PARTIAL_SWEEP_INTERVAL_SECONDS = 300.0
+
 
 def registered_tasks() -> list[tuple[str, Task]]:
     from partnerlink.customers.tasks import ingest_next_upload
     from partnerlink.receipts.tasks import send_due_receipts
 
     return [("customer uploads", ingest_next_upload), ("e-receipts", send_due_receipts)]
+
+
+def partial_upload_age_seconds(settings: Settings) -> float:
+    # The URL lifetime only bounds when a PUT may start, so never below 1 h of no writes.
+    return float(max(settings.upload_url_ttl_seconds, 3600))
+
+
+def sweep_partial_uploads(settings: Settings) -> int:
+    """Deletes temporary upload files abandoned by a killed PUT; returns how many."""
+    from partnerlink.customers.storage import upload_storage
+
+    removed = upload_storage(settings).sweep_partial(partial_upload_age_seconds(settings))
+    if removed:
+        log.info("removed %d abandoned partial upload file(s)", removed)
+    return removed
 
 
 def run_once(sessions: sessionmaker[Session], settings: Settings) -> int:
@@ -44,6 +63,7 @@ class BackgroundWorker:
         self.sessions = sessions
         self.settings = settings
         self._stop = threading.Event()
+        self._next_sweep = 0.0  # time.monotonic() of the next partial-upload sweep: due at start
         self._thread = threading.Thread(
             target=self.run_forever, name="partnerlink-worker", daemon=True
         )
@@ -55,8 +75,21 @@ class BackgroundWorker:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def sweep_if_due(self) -> int:
+        """Sweeps abandoned partial uploads at start, then every few minutes; never raises."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return 0
+        self._next_sweep = now + PARTIAL_SWEEP_INTERVAL_SECONDS
+        try:
+            return sweep_partial_uploads(self.settings)
+        except Exception:
+            log.exception("sweeping partial uploads failed; will retry")
+            return 0
+
     def run_forever(self) -> None:
         while not self._stop.is_set():
+            self.sweep_if_due()
             handled = run_once(self.sessions, self.settings)
             if handled == 0:
                 self._stop.wait(self.settings.worker_poll_seconds)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -39,6 +41,10 @@ class UploadStorage(Protocol):
 
     def delete(self, key: str) -> None:
         """Removes a stored file; a missing file is not an error."""
+        ...
+
+    def sweep_partial(self, older_than_seconds: float) -> int:
+        """Removes partial files left by a killed upload; returns how many."""
         ...
 
 
@@ -88,6 +94,31 @@ class LocalUploadStorage:
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    def sweep_partial(self, older_than_seconds: float) -> int:
+        """Deletes `*.part` files whose last write is older than `older_than_seconds`.
+
+        A PUT cut off by SIGKILL or power loss never runs its clean-up, so its
+        temporary file stays. A live PUT touches the mtime with every write
+        buffer it flushes. Only regular `.part` files are touched; one that
+        vanishes meanwhile (finished, discarded, another sweeper) is skipped.
+        """
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for directory, _, names in os.walk(self.root):  # a missing root yields nothing
+            for name in names:
+                if not name.endswith(".part"):
+                    continue
+                path = Path(directory, name)
+                try:
+                    info = path.lstat()
+                    if not stat.S_ISREG(info.st_mode) or info.st_mtime >= cutoff:
+                        continue
+                    path.unlink()
+                except FileNotFoundError:
+                    continue
+                removed += 1
+        return removed
 
 
 def _finish(handle: BinaryIO, tail: bytes, temp: Path, final: Path) -> None:
