@@ -30,7 +30,7 @@ from orders import workload  # bench/orders.py
 
 # Functions the unit of work calls by name from partnerlink.orders.service.
 PARTS = [
-    ("authenticate_access_token", "token look-up (+ checkout, BEGIN)"),
+    ("authenticate_access_token_sql", "token look-up"),
     ("_store_facts", "store snapshot (when sent)"),
     ("resolve_customer", "customer matching"),
     ("queue_receipt", "receipt row"),

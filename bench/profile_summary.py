@@ -17,7 +17,7 @@ MARKERS = [
     ("middleware (metrics, headers, body limit)", ("middleware.py",)),
     ("thread-pool hop (anyio)", ("to_thread.py", "run_sync_in_worker_thread")),
     ("accept_order (the unit of work)", ("accept_order",)),
-    ("  authenticate_access_token", ("authenticate_access_token",)),
+    ("  authenticate_access_token", ("authenticate_access_token_sql",)),
     ("  store snapshot (apply_store_profile)", ("apply_store_profile",)),
     ("  resolve_customer", ("resolve_customer",)),
     (

@@ -4,22 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.pool import QueuePool
 
+from partnerlink.db.engine import make_engine
+from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.pipeline import BATCH, Pipeline
+from partnerlink.orders.service import ServiceBusy
 
 
-def test_each_job_gets_its_own_result_or_error() -> None:
-    def job(n: int) -> int:
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    return make_engine(f"sqlite:///{tmp_path / 'pipeline.db'}")
+
+
+def test_each_job_gets_its_own_result_or_error(engine: Engine) -> None:
+    ten = Statement("SELECT :n * 10")
+
+    def job(sql: Sql, n: int) -> int:
         if n % 3 == 0:
             raise ValueError(f"order {n} refused")
-        return n * 10
+        result: int = sql.row(ten, {"n": n})[0]  # a live connection from the pool
+        return result
 
     async def main() -> list[object]:
-        pipeline = Pipeline(slots=1)
+        pipeline = Pipeline(engine, slots=1)
         return await asyncio.gather(
-            *(pipeline.run(lambda n=n: job(n)) for n in range(40)), return_exceptions=True
+            *(pipeline.run(lambda sql, n=n: job(sql, n)) for n in range(40)),
+            return_exceptions=True,
         )
 
     results = asyncio.run(main())
@@ -30,12 +45,12 @@ def test_each_job_gets_its_own_result_or_error() -> None:
             assert result == n * 10
 
 
-def test_jobs_share_hops_but_never_exceed_the_slots() -> None:
+def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
     running = 0
     peak = 0
     lock = threading.Lock()
 
-    def job() -> None:
+    def job(_sql: Sql) -> None:
         nonlocal running, peak
         with lock:
             running += 1
@@ -45,7 +60,7 @@ def test_jobs_share_hops_but_never_exceed_the_slots() -> None:
             running -= 1
 
     async def main() -> None:
-        pipeline = Pipeline(slots=2)
+        pipeline = Pipeline(engine, slots=2)
         await asyncio.gather(*(pipeline.run(job) for _ in range(5 * BATCH)))
         for _ in range(100):  # let the last drain finish after answering
             if not pipeline.drains:
@@ -58,5 +73,30 @@ def test_jobs_share_hops_but_never_exceed_the_slots() -> None:
 
 
 @pytest.mark.parametrize("slots", [0, 1])
-def test_a_pipeline_always_has_one_slot(slots: int) -> None:
-    assert Pipeline(slots=slots).slots == 1
+def test_a_pipeline_always_has_one_slot(engine: Engine, slots: int) -> None:
+    assert Pipeline(engine, slots=slots).slots == 1
+
+
+def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
+    """An exhausted pool answers every waiting order 503 `busy`, retryable, none stored."""
+    engine = create_engine(
+        f"sqlite:///{tmp_path / 'busy.db'}",
+        poolclass=QueuePool,
+        pool_size=1,
+        max_overflow=0,
+        pool_timeout=0.05,
+    )
+    held = engine.raw_connection()  # someone else holds the only connection
+    try:
+
+        async def main() -> list[object]:
+            pipeline = Pipeline(engine, slots=1)
+            return await asyncio.gather(
+                *(pipeline.run(lambda _sql: "stored") for _ in range(3)), return_exceptions=True
+            )
+
+        results = asyncio.run(main())
+    finally:
+        held.close()
+    assert all(isinstance(result, ServiceBusy) for result in results)
+    assert all(result.headers == {"Retry-After": "1"} for result in results)  # type: ignore[union-attr]

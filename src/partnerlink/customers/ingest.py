@@ -32,6 +32,7 @@ from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.customers.storage import UploadStorage, upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.customers")
@@ -210,7 +211,7 @@ def apply_records(
     created, updated, unchanged = 0, plan.updated, plan.unchanged
     for entity in plan.inserts:
         _, outcome = upsert_customer(
-            session, profile_id=profile_id, fields=CustomerFields(*entity.values)
+            Sql.of_session(session), profile_id=profile_id, fields=CustomerFields(*entity.values)
         )
         created += outcome == "created"
         updated += outcome == "updated"

@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Row, Table, bindparam, case, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import queries
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import (
     normalize_country_code,
@@ -24,6 +22,7 @@ from partnerlink.customers.normalize import (
     normalize_text,
 )
 from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, Statement, as_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +73,7 @@ def normalize_fields(
 
 
 def resolve_customer(
-    session: Session,
+    db: Session | Sql,
     *,
     profile_id: str,
     default_region: str | None,
@@ -102,7 +101,7 @@ def resolve_customer(
     )
     if fields.email is None and fields.phone_number is None:
         return None
-    return upsert_customer(session, profile_id=profile_id, fields=fields)[0]
+    return upsert_customer(as_sql(db), profile_id=profile_id, fields=fields)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,31 +117,41 @@ class CustomerRecord:
     country_code: str | None
 
 
-_customers: Table = Customer.__table__  # type: ignore[assignment]
-_RECORD_COLUMNS = (_customers.c.id, *(_customers.c[name] for name in MERGED_COLUMNS))
-_P = bindparam("profile_id", type_=_customers.c.profile_id.type)
-_EMAIL = bindparam("email", type_=_customers.c.email.type)
-_PHONE = bindparam("phone_number", type_=_customers.c.phone_number.type)
-# Built once: orders resolve a customer on every POST, and Core statements that are
-# reused skip ORM loading and per-call cache-key work (measured ~0.4 ms an order).
-_BY_EMAIL = select(*_RECORD_COLUMNS).where(
-    _customers.c.profile_id == _P, _customers.c.email == _EMAIL
+# Orders resolve a customer on every POST: these run on the driver's connection (db/raw.py).
+_RECORD = "id, email, phone_number, first_name, last_name, city, country_code"
+_BY_EMAIL = Statement(
+    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id AND email = :email"
 )
-_PHONE_ONLY = select(*_RECORD_COLUMNS).where(
-    _customers.c.profile_id == _P,
-    _customers.c.phone_number == _PHONE,
-    _customers.c.email.is_(None),
+_PHONE_ONLY = Statement(
+    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id"
+    " AND phone_number = :phone_number AND email IS NULL"
 )
-_BY_PHONE = (
-    select(*_RECORD_COLUMNS)
-    .where(_customers.c.profile_id == _P, _customers.c.phone_number == _PHONE)
-    .order_by(case((_customers.c.email.is_(None), 0), else_=1), _customers.c.id)
-    .limit(1)
+_BY_PHONE = Statement(
+    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id"
+    " AND phone_number = :phone_number"
+    " ORDER BY CASE WHEN email IS NULL THEN 0 ELSE 1 END, id LIMIT 1"
+)
+_INSERT = Statement(
+    "INSERT INTO customers"
+    " (profile_id, email, phone_number, first_name, last_name, city, country_code,"
+    " created_at, updated_at) VALUES (:profile_id, :email, :phone_number, :first_name,"
+    " :last_name, :city, :country_code, :now, :now)"
+    f" ON CONFLICT DO NOTHING RETURNING {_RECORD}"
+)
+# Non-empty incoming fields overwrite stored ones: NULL (not given) keeps the column.
+_MERGE_SET = ", ".join(f"{column} = COALESCE(:{column}, {column})" for column in MERGED_COLUMNS)
+_MERGE = Statement(
+    f"UPDATE customers SET {_MERGE_SET}, updated_at = :now WHERE id = :id RETURNING {_RECORD}"
+)
+# Taking over a phone-only customer: only while it still has no email.
+_TAKE_OVER = Statement(
+    f"UPDATE customers SET {_MERGE_SET}, updated_at = :now"
+    f" WHERE id = :id AND email IS NULL RETURNING {_RECORD}"
 )
 
 
 def upsert_customer(
-    session: Session, *, profile_id: str, fields: CustomerFields
+    sql: Sql, *, profile_id: str, fields: CustomerFields
 ) -> tuple[CustomerRecord, Outcome]:
     """Applies one normalized record (with an email or a phone) by the matching rule.
 
@@ -150,77 +159,57 @@ def upsert_customer(
     resolved by matching again, against the winner's row.
     """
     for _attempt in range(5):
-        existing = _find_match(session, profile_id=profile_id, fields=fields)
+        existing = _find_match(sql, profile_id=profile_id, fields=fields)
         if existing is not None:
-            changes = fields.changes_for(existing)
-            if not changes:
+            if not fields.changes_for(existing):
                 return existing, "unchanged"
-            merged = _merge(session, existing, changes)
+            merged = _merge(sql, existing, fields)
             if merged is not None:
                 return merged, "updated"
             continue
-        created = _insert_new(session, profile_id=profile_id, fields=fields)
+        created = _insert_new(sql, profile_id=profile_id, fields=fields)
         if created is not None:
             return created, "created"
     raise RuntimeError("customer matching did not settle after concurrent changes")
 
 
-def _record(row: Row[Any] | None) -> CustomerRecord | None:
-    return None if row is None else CustomerRecord(**row._mapping)
+def _record(row: Any) -> CustomerRecord | None:
+    return None if row is None else CustomerRecord(*row)
 
 
-def _find_match(
-    session: Session, *, profile_id: str, fields: CustomerFields
-) -> CustomerRecord | None:
-    connection = session.connection()
+def _find_match(sql: Sql, *, profile_id: str, fields: CustomerFields) -> CustomerRecord | None:
     if fields.email is not None:
-        found = connection.execute(
-            _BY_EMAIL, {"profile_id": profile_id, "email": fields.email}
-        ).first()
+        found = sql.row(_BY_EMAIL, {"profile_id": profile_id, "email": fields.email})
         if found is not None or fields.phone_number is None:
             return _record(found)
         statement = _PHONE_ONLY
     else:
         statement = _BY_PHONE
-    params = {"profile_id": profile_id, "phone_number": fields.phone_number}
-    return _record(connection.execute(statement, params).first())
-
-
-def _merge(
-    session: Session, customer: CustomerRecord, changes: dict[str, str]
-) -> CustomerRecord | None:
-    statement = (
-        update(_customers)
-        .where(_customers.c.id == customer.id)
-        .values(**changes, updated_at=utcnow())
-        .returning(*_RECORD_COLUMNS)
+    return _record(
+        sql.row(statement, {"profile_id": profile_id, "phone_number": fields.phone_number})
     )
-    if "email" not in changes:
-        return _record(session.connection().execute(statement).first())
-    # Taking over a phone-only customer: only while it still has no email, and
-    # only if nobody took this email meanwhile (unique key) — else match again.
+
+
+def _merge(sql: Sql, customer: CustomerRecord, fields: CustomerFields) -> CustomerRecord | None:
+    params = {**_values(fields), "id": customer.id, "now": sql.time(utcnow())}
+    if fields.email is None or customer.email == fields.email:
+        return _record(sql.row(_MERGE, params))
+    # Taking the email: only if nobody took this email meanwhile (unique key), else match again.
     try:
-        with session.begin_nested():
-            taken = (
-                session.connection().execute(statement.where(_customers.c.email.is_(None))).first()
-            )
-    except IntegrityError:
+        with sql.savepoint("take_email"):
+            taken = sql.row(_TAKE_OVER, params)
+    except sql.errors.IntegrityError:
         return None
     return _record(taken)
 
 
-def _insert_new(
-    session: Session, *, profile_id: str, fields: CustomerFields
-) -> CustomerRecord | None:
-    now = utcnow()
-    values = {
-        "profile_id": profile_id,
-        **{column: getattr(fields, column) for column in MERGED_COLUMNS},
-        "created_at": now,
-        "updated_at": now,
-    }
-    statement = queries.insert_ignoring_duplicates(session, [values]).returning(*_RECORD_COLUMNS)
-    return _record(session.connection().execute(statement).first())
+def _insert_new(sql: Sql, *, profile_id: str, fields: CustomerFields) -> CustomerRecord | None:
+    params = {**_values(fields), "profile_id": profile_id, "now": sql.time(utcnow())}
+    return _record(sql.row(_INSERT, params))
+
+
+def _values(fields: CustomerFields) -> dict[str, str | None]:
+    return {column: getattr(fields, column) for column in MERGED_COLUMNS}
 
 
 def count_customers(session: Session, *, profile_id: str) -> int:

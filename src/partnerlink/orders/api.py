@@ -65,10 +65,9 @@ async def post_order(
     # The hot path: authentication and storage in one transaction on a database thread,
     # holding a connection only there (see accept_order); orders queue in the event loop
     # and share thread hops (see pipeline.py).
-    sessions = request.app.state.sessionmaker
     settings = request.app.state.settings
-    await pipeline_for(sessions).run(
-        partial(accept_order, sessions, token=token, order=order, settings=settings)
+    await pipeline_for(request.app.state.engine).run(
+        partial(accept_order, token=token, order=order, settings=settings)
     )
     return Response(ACCEPTED, media_type="application/json")
 

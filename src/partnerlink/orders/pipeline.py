@@ -4,8 +4,9 @@ A hop to a worker thread costs about as much CPU as a third of an order's
 database work (measured), and each hop makes the event loop and the worker
 thread trade the GIL. Orders therefore wait here, in the event loop, in
 arrival order; at most one drain per database connection runs, and each drain
-takes whatever has queued up (up to BATCH) into one hop. Every order still has
-its own transaction and its own answer: a failing order fails alone.
+takes whatever has queued up (up to BATCH) into one hop and one connection
+checkout. Every order still has its own transaction and its own answer: a
+failing order fails alone.
 """
 
 from __future__ import annotations
@@ -16,21 +17,26 @@ from collections.abc import Callable
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
+
+from partnerlink.db.raw import Sql, checkout
+from partnerlink.orders.service import BUSY_ERRORS, database_busy
 
 BATCH = 16
 
-Job = Callable[[], Any]
+Job = Callable[[Sql], Any]
 
 
 class Pipeline:
-    def __init__(self, slots: int) -> None:
+    def __init__(self, engine: Engine, slots: int) -> None:
+        self.engine = engine
         self.slots = max(1, slots)
         self.queue: deque[tuple[Job, asyncio.Future[Any]]] = deque()
         self.drains: set[asyncio.Task[None]] = set()  # referenced, so never collected mid-run
 
     async def run(self, job: Job) -> Any:
-        """Runs `job` on a worker thread and answers its result (or raises its error)."""
+        """Runs `job(sql)` on a worker thread and answers its result (or raises its error)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.queue.append((job, future))
         self._start_drain()
@@ -50,7 +56,7 @@ class Pipeline:
         while self.queue:
             batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
             try:
-                outcomes = await run_in_threadpool(_run_all, [job for job, _ in batch])
+                outcomes = await run_in_threadpool(_run_all, self.engine, [job for job, _ in batch])
             except BaseException as error:  # cancelled at shutdown: no request waits forever
                 for _job, future in batch:
                     if future.done():
@@ -69,23 +75,28 @@ class Pipeline:
                     future.set_exception(value)
 
 
-def _run_all(jobs: list[Job]) -> list[tuple[bool, Any]]:
+def _run_all(engine: Engine, jobs: list[Job]) -> list[tuple[bool, Any]]:
     outcomes: list[tuple[bool, Any]] = []
-    for job in jobs:
-        try:
-            outcomes.append((True, job()))
-        except Exception as error:  # handed to the request that sent this order
-            outcomes.append((False, error))
+    try:
+        with checkout(engine) as sql:
+            for job in jobs:
+                try:
+                    outcomes.append((True, job(sql)))
+                except Exception as error:  # handed to the request that sent this order
+                    outcomes.append((False, error))
+    except BUSY_ERRORS as error:  # no connection to be had: the orders not run are refused
+        busy = database_busy(error)
+        outcomes.extend((False, busy) for _ in jobs[len(outcomes) :])
     return outcomes
 
 
-_pipelines: WeakKeyDictionary[Any, Pipeline] = WeakKeyDictionary()
+_pipelines: WeakKeyDictionary[Engine, Pipeline] = WeakKeyDictionary()
 
 
-def pipeline_for(sessions: Any) -> Pipeline:
-    """One pipeline per session factory, as wide as its connection pool."""
-    found = _pipelines.get(sessions)
+def pipeline_for(engine: Engine) -> Pipeline:
+    """One pipeline per engine, as wide as its connection pool."""
+    found = _pipelines.get(engine)
     if found is None:
-        pool = sessions.kw["bind"].pool
-        found = _pipelines[sessions] = Pipeline(getattr(pool, "size", lambda: 1)())
+        pool: Any = engine.pool
+        found = _pipelines[engine] = Pipeline(engine, pool.size() if hasattr(pool, "size") else 1)
     return found

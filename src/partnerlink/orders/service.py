@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, transaction
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
@@ -27,8 +28,8 @@ from partnerlink.problems import DomainError, Forbidden, NotFound
 from partnerlink.receipts.service import order_visible, queue_receipt, receipt_due
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.stores.service import apply_store_profile, load_store
-from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
+from partnerlink.stores.service import apply_store_profile_sql, load_store
+from partnerlink.tokens.service import ConnectedStore, authenticate_access_token_sql
 
 log = logging.getLogger("partnerlink.orders")
 
@@ -58,33 +59,39 @@ class _StoreFacts:
     green_invoices: bool
 
 
-def accept_order(
-    sessions: sessionmaker[Session], *, token: str, order: OrderIn, settings: Settings
-) -> StoredOrder:
-    """Authenticates the caller and stores its order: one thread, one transaction.
+BUSY_ERRORS = (OperationalError, SQLAlchemyTimeoutError)
 
-    POST /v1/orders uses this instead of the request-scoped session: a session
-    held across several thread-pool hops (dependency, route, commit) can starve
-    the pool on SQLite's single connection under heavy concurrency, and each hop
-    costs time on the hottest path. The commit still happens before the answer.
+
+def database_busy(error: Exception) -> ServiceBusy:
+    """Lock timeouts, deadlock victims, an exhausted pool: nothing was stored; retryable."""
+    log.warning("order not stored, database busy: %s", type(error).__name__)
+    busy = ServiceBusy(headers={"Retry-After": "1"})
+    busy.__cause__ = error
+    return busy
+
+
+def accept_order(sql: Sql, *, token: str, order: OrderIn, settings: Settings) -> StoredOrder:
+    """Authenticates the caller and stores its order: one transaction, committed here.
+
+    Runs on a driver connection the order pipeline checked out (pipeline.py),
+    not on the request-scoped session: the commit still happens before the
+    answer, and the hottest path skips the ORM's per-statement work.
     """
     try:
-        with sessions() as session, session.begin():
-            caller = authenticate_access_token(session, token)
-            return store_order(session, caller=caller, order=order, settings=settings)
-    except (OperationalError, SQLAlchemyTimeoutError) as error:
-        # Lock timeouts, deadlock victims, an exhausted pool: nothing was stored; retryable.
-        log.warning("order not stored, database busy: %s", type(error).__name__)
-        raise ServiceBusy(headers={"Retry-After": "1"}) from error
+        with transaction(sql):
+            caller = authenticate_access_token_sql(sql, token)
+            return store_order(sql, caller=caller, order=order, settings=settings)
+    except sql.errors.OperationalError as error:
+        raise database_busy(error) from error
 
 
 def store_order(
-    session: Session, *, caller: ConnectedStore, order: OrderIn, settings: Settings
+    sql: Sql, *, caller: ConnectedStore, order: OrderIn, settings: Settings
 ) -> StoredOrder:
     """Creates or updates the order of the caller's store, keyed by (store, orderId)."""
-    store = _store_facts(session, caller=caller, order=order)
+    store = _store_facts(sql, caller=caller, order=order)
     customer = resolve_customer(
-        session,
+        sql,
         profile_id=caller.profile_id,
         default_region=store.country_code,
         email=order.customerEmail,
@@ -92,38 +99,30 @@ def store_order(
         first_name=order.customerFirstName,
         last_name=order.customerLastName,
     )
-    values = _columns(order, caller=caller, customer_id=customer.id if customer else None)
-    connection = session.connection()
-    dialect = connection.dialect.name
+    values = _columns(sql, order, caller=caller, customer_id=customer.id if customer else None)
     if customer is None:
-        inserted = connection.execute(queries.insert_order(dialect, anonymous=True), values)
+        row = sql.row(queries.INSERT_ANONYMOUS_ORDER, values)
     else:
-        inserted = connection.execute(
-            queries.insert_order(dialect, anonymous=False),
+        ordered_at = order.createdAt.astimezone(UTC)
+        row = sql.row(
+            queries.INSERT_ORDER,
             {
                 **values,
                 "match_email": customer.email,
                 "match_phone": customer.phone_number,
-                "window_start": window_start(
-                    values["ordered_at"], settings.attribution_window_days
+                "window_start": sql.time(
+                    window_start(ordered_at, settings.attribution_window_days)
                 ),
             },
         )
-    order_pk = inserted.scalar()
-    created = order_pk is not None
-    if order_pk is None:
+    created = row is not None
+    if row is None:
         guarded = values["partner_updated_at"] is not None
-        order_pk = connection.execute(
-            queries.update_order(guarded=guarded),
-            {
-                **values,
-                "key_store_id": caller.store_id,
-                "key_order_id": order.orderId,
-                "new_updated_at": values["partner_updated_at"],
-            },
-        ).scalar()
-        if order_pk is None:
+        statement = queries.UPDATE_ORDER_UNLESS_NEWER if guarded else queries.UPDATE_ORDER
+        row = sql.row(statement, values)
+        if row is None:
             return StoredOrder(order_pk=None, created=False, receipt_queued=False)
+    order_pk: int = row[0]
     queued = False
     if receipt_due(
         green_invoices=store.green_invoices,
@@ -131,7 +130,7 @@ def store_order(
         phone=order.customerPhoneNumber,
     ):
         queued = queue_receipt(
-            session,
+            sql,
             order_pk=order_pk,
             store_id=caller.store_id,
             order_id=order.orderId,
@@ -143,36 +142,43 @@ def store_order(
     return StoredOrder(order_pk=order_pk, created=created, receipt_queued=queued)
 
 
-def _store_facts(session: Session, *, caller: ConnectedStore, order: OrderIn) -> _StoreFacts:
+def _store_facts(sql: Sql, *, caller: ConnectedStore, order: OrderIn) -> _StoreFacts:
     if order.store is not None:
-        store = apply_store_profile(session, store_id=caller.store_id, profile=order.store)
-        return _StoreFacts(store.name, store.country_code, bool(store.green_invoices))
+        return _StoreFacts(
+            *apply_store_profile_sql(sql, store_id=caller.store_id, profile=order.store)
+        )
     # Read with the access token, in this same transaction.
     return _StoreFacts(caller.store_name, caller.store_country_code, caller.green_invoices)
 
 
-def _columns(order: OrderIn, *, caller: ConnectedStore, customer_id: int | None) -> dict[str, Any]:
-    details = order.orderDetails.model_dump(exclude_unset=True) if order.orderDetails else {}
+def _columns(
+    sql: Sql, order: OrderIn, *, caller: ConnectedStore, customer_id: int | None
+) -> dict[str, Any]:
+    """The order's columns, in the form the driver stores (see db/raw.py)."""
+    details = order.orderDetails
     offset = order.createdAt.utcoffset() or timedelta(0)
-    now = utcnow()
+    now = sql.time(utcnow())
     return {
         "store_id": caller.store_id,
         "profile_id": caller.profile_id,
         "order_id": order.orderId,
         "order_price": int(order.orderPrice),
         "order_currency": order.orderCurrency,
-        "order_status": details.get("orderStatus"),
-        "order_type": details.get("orderType"),
-        "ordered_at": order.createdAt.astimezone(UTC),
+        "order_status": details.orderStatus if details else None,
+        "order_type": details.orderType if details else None,
+        "ordered_at": sql.time(order.createdAt),
         "ordered_at_offset_minutes": int(offset.total_seconds() // 60),
-        "partner_updated_at": order.updatedAt.astimezone(UTC) if order.updatedAt else None,
+        "partner_updated_at": sql.time(order.updatedAt),
         "customer_id": customer_id,
         "customer_first_name": order.customerFirstName,
         "customer_last_name": order.customerLastName,
         "customer_email": order.customerEmail,
         "customer_phone_number": order.customerPhoneNumber,
-        "details": details,
-        "store_snapshot": order.store.model_dump(exclude_unset=True) if order.store else None,
+        # orderDetails as given (extra keys too), serialized by pydantic in one pass.
+        "details": sql.json_text(details.model_dump_json(exclude_unset=True) if details else "{}"),
+        "store_snapshot": sql.json_text(order.store.model_dump_json(exclude_unset=True))
+        if order.store
+        else None,
         "received_at": now,
         "updated_at": now,
     }

@@ -12,17 +12,16 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import Insert, bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.normalize import normalize_phone
 from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.models import Order
-from partnerlink.orders.queries import dialect_insert_for
 from partnerlink.receipts.models import Receipt
 from partnerlink.security.secrets import digest
 from partnerlink.settings import Settings
@@ -55,7 +54,7 @@ def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
 
 
 def queue_receipt(
-    session: Session,
+    sql: Sql,
     *,
     order_pk: int,
     store_id: str,
@@ -72,10 +71,9 @@ def queue_receipt(
     key = secrets.token_urlsafe(KEY_BYTES)
     link = receipt_link(settings, order_id=order_id, key=key)
     to_phone = normalize_phone(phone, default_region)
-    now = utcnow()
-    connection = session.connection()
-    inserted = connection.execute(
-        _insert_receipt(connection.dialect.name),
+    now = sql.time(utcnow())
+    inserted = sql.row(
+        _INSERT_RECEIPT,
         {
             "order_pk": order_pk,
             "store_id": store_id,
@@ -85,41 +83,22 @@ def queue_receipt(
             "link": link,
             "status": PENDING if to_phone else FAILED,
             "last_error": None if to_phone else UNUSABLE_NUMBER,
-            "attempts": 0,
-            "next_attempt_at": now,
-            "created_at": now,
+            "now": now,
         },
     )
-    written = inserted.first() is not None
+    written = inserted is not None
     if written and to_phone is None:
         log.info("e-receipt for order %s not sent: unusable phone number", order_id)
     return written
 
 
-@cache
-def _insert_receipt(dialect: str) -> Insert:
-    """INSERT ... ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one."""
-    table = Receipt.__table__
-    columns = (
-        "order_pk",
-        "store_id",
-        "key_hash",
-        "to_phone",
-        "body",
-        "link",
-        "status",
-        "last_error",
-        "attempts",
-        "next_attempt_at",
-        "created_at",
-    )
-    statement: Any = dialect_insert_for(dialect)(table).values(
-        {name: bindparam(name, type_=table.c[name].type) for name in columns}
-    )
-    inserted: Insert = statement.on_conflict_do_nothing(
-        index_elements=[table.c.order_pk]
-    ).returning(table.c.id)
-    return inserted
+# ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one.
+_INSERT_RECEIPT = Statement(
+    "INSERT INTO receipts (order_pk, store_id, key_hash, to_phone, body, link, status,"
+    " last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk, :store_id,"
+    " :key_hash, :to_phone, :body, :link, :status, :last_error, 0, :now, :now)"
+    " ON CONFLICT (order_pk) DO NOTHING RETURNING id"
+)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from typing import Any
 from babel.numbers import get_territory_currencies
 from sqlalchemy.orm import Session
 
+from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, Statement
 from partnerlink.problems import InvalidToken
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
@@ -30,34 +32,68 @@ def load_store(session: Session, *, store_id: str) -> Store:
     return store
 
 
-def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfileIn) -> Store:
-    """Writes a partner's store profile onto the store.
+def profile_values(
+    profile: StoreProfileIn, *, stored_currency: str | None, stored_country: str | None
+) -> dict[str, str | None]:
+    """The store columns a partner's profile sets; None means "keep the stored value".
 
     Optional fields that are absent (or null) keep their stored value. An absent
     currency keeps the store's configured one, unless the country changes: then
     the new country's currency applies.
     """
-    store = load_store(session, store_id=store_id)
     if profile.storeCurrency:
         currency = profile.storeCurrency
-    elif store.currency and store.country_code == profile.storeCountryCode:
-        currency = store.currency
+    elif stored_currency and stored_country == profile.storeCountryCode:
+        currency = stored_currency
     else:
         currency = default_currency_for(profile.storeCountryCode)
-    store.name = profile.storeName
-    store.address = profile.storeAddress
-    store.country_code = profile.storeCountryCode
-    store.currency = currency
-    if profile.storeCity is not None:
-        store.city = profile.storeCity
-    if profile.storeState is not None:
-        store.state = profile.storeState
-    if profile.storePostalCode is not None:
-        store.postal_code = profile.storePostalCode
-    if profile.storePhoneNumber is not None:
-        store.phone_number = profile.storePhoneNumber
+    return {
+        "name": profile.storeName,
+        "address": profile.storeAddress,
+        "country_code": profile.storeCountryCode,
+        "currency": currency,
+        "city": profile.storeCity,
+        "state": profile.storeState,
+        "postal_code": profile.storePostalCode,
+        "phone_number": profile.storePhoneNumber,
+    }
+
+
+def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfileIn) -> Store:
+    """Writes a partner's store profile onto the store (PUT /v1/stores)."""
+    store = load_store(session, store_id=store_id)
+    values = profile_values(
+        profile, stored_currency=store.currency, stored_country=store.country_code
+    )
+    for column, value in values.items():
+        if value is not None:
+            setattr(store, column, value)
     session.flush()
     return store
+
+
+_STORE_NOW = Statement(
+    "SELECT currency, country_code, name, green_invoices FROM stores WHERE id = :store_id"
+)
+_KEEP = ("city", "state", "postal_code", "phone_number")
+_STORE_UPDATE = Statement(
+    "UPDATE stores SET name = :name, address = :address, country_code = :country_code,"
+    " currency = :currency, "
+    + ", ".join(f"{column} = COALESCE(:{column}, {column})" for column in _KEEP)
+    + ", updated_at = :now WHERE id = :store_id"
+)
+
+
+def apply_store_profile_sql(
+    sql: Sql, *, store_id: str, profile: StoreProfileIn
+) -> tuple[str, str, bool]:
+    """`apply_store_profile` on a driver connection (orders); answers (name, country, receipts on)."""
+    row = sql.row(_STORE_NOW, {"store_id": store_id})
+    if row is None:
+        raise InvalidToken()  # deleted between authentication and now
+    values = profile_values(profile, stored_currency=row[0], stored_country=row[1])
+    sql.run(_STORE_UPDATE, {**values, "store_id": store_id, "now": sql.time(utcnow())})
+    return profile.storeName, profile.storeCountryCode, bool(row[3])
 
 
 def store_response(store: Store) -> dict[str, Any]:

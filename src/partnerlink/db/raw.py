@@ -1,0 +1,165 @@
+"""Hand-written SQL on the driver's own connection, for the hottest paths.
+
+POST /v1/orders runs five or six statements per request. Through SQLAlchemy
+each one paid for an execution context, cache-key work and type processing,
+which together cost more CPU than the database's own work (measured with
+bench/orders_profile.py). Here a statement is plain SQL written once with
+`:name` parameters and rendered once per driver (sqlite3 takes `:name`,
+psycopg positional `%s`); values go to the driver as they are, converted by the
+few helpers below exactly as the models' column types would have stored them.
+
+`Sql` works on a connection checked out of the engine's pool (`transaction`)
+or on the connection a Session already uses (`Sql.of_session`), so the same
+statements serve the hot path and the ORM's unit of work alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+class Statement:
+    """One SQL statement with `:name` parameters, rendered for each driver once.
+
+    For psycopg every occurrence becomes its own positional parameter: a name
+    used twice as one parameter makes PostgreSQL deduce one type for two
+    places (an untyped string compared with varchar here and inserted as text
+    there), which it refuses as ambiguous.
+    """
+
+    __slots__ = ("postgresql", "postgresql_names", "sqlite")
+
+    def __init__(self, text: str) -> None:
+        if "%" in text:
+            raise ValueError("write no % in raw SQL: psycopg reads it as a placeholder")
+        self.sqlite = text
+        self.postgresql = _NAMED.sub("%s", text)
+        self.postgresql_names = tuple(_NAMED.findall(text))
+
+
+class Sql:
+    """Runs Statements on one driver connection, inside the caller's transaction."""
+
+    __slots__ = ("_json", "connection", "errors", "postgres")
+
+    def __init__(self, connection: Any, dialect_name: str, dbapi: Any) -> None:
+        self.connection = connection  # sqlite3.Connection or psycopg.Connection
+        self.postgres = dialect_name == "postgresql"
+        self.errors = dbapi  # the driver module: .IntegrityError, .OperationalError
+        if self.postgres:
+            from psycopg.types.json import Json
+
+            self._json: Any = Json
+        else:
+            self._json = json.dumps
+
+    @classmethod
+    def of_session(cls, session: Session) -> Sql:
+        """The connection (and open transaction) a Session is using."""
+        connection = session.connection()
+        return cls(
+            connection.connection.driver_connection,
+            connection.dialect.name,
+            connection.dialect.loaded_dbapi,
+        )
+
+    def _execute(self, statement: Statement, params: Mapping[str, Any]) -> Any:
+        if self.postgres:
+            values = [params[name] for name in statement.postgresql_names]
+            return self.connection.execute(statement.postgresql, values)
+        return self.connection.execute(statement.sqlite, params)
+
+    def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
+        """The first row (a tuple) or None."""
+        return self._execute(statement, params).fetchone()
+
+    def run(self, statement: Statement, params: Mapping[str, Any]) -> int:
+        """Runs a statement that returns no rows; answers the number of rows it touched."""
+        count: int = self._execute(statement, params).rowcount
+        return count
+
+    def time(self, value: datetime | None) -> Any:
+        """A UTCDateTime column's stored form: naive UTC text on SQLite, timestamptz else."""
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        if self.postgres:
+            return value
+        # SQLAlchemy's SQLite DATETIME format, so ORM reads and text comparisons agree.
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+    def json(self, value: Any) -> Any:
+        """A JSON column's stored form (SQL NULL for None)."""
+        return None if value is None else self._json(value)
+
+    def json_text(self, text: str) -> Any:
+        """A JSON column's stored form of text that is already JSON (no second encoding)."""
+        return self._json(text, _as_is) if self.postgres else text
+
+    @contextmanager
+    def savepoint(self, name: str) -> Iterator[None]:
+        """A nested transaction: an error inside undoes only what ran inside."""
+        self.connection.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.connection.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self.connection.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        self.connection.execute(f"RELEASE SAVEPOINT {name}")
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def as_sql(db: Session | Sql) -> Sql:
+    """Lets a function take either a Session (ORM callers, tests) or a Sql (hot paths)."""
+    return db if isinstance(db, Sql) else Sql.of_session(db)
+
+
+@contextmanager
+def checkout(engine: Engine) -> Iterator[Sql]:
+    """A pooled connection for several transactions in a row (see `transaction`)."""
+    pooled = engine.raw_connection()
+    try:
+        yield Sql(pooled.driver_connection, engine.dialect.name, engine.dialect.loaded_dbapi)
+    finally:
+        pooled.close()  # back to the pool, which rolls back anything left open
+
+
+@contextmanager
+def transaction(sql: Sql) -> Iterator[Sql]:
+    """One transaction: committed when the block ends, rolled back when it raises.
+
+    SQLite's starts with BEGIN IMMEDIATE, as every write transaction of the
+    engine does (see engine.py): the write lock is taken up front, so two
+    processes never deadlock upgrading a read lock.
+    """
+    connection = sql.connection
+    if not sql.postgres:
+        connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield sql
+    except BaseException:
+        connection.rollback() if sql.postgres else _sqlite_rollback(connection)
+        raise
+    if sql.postgres:
+        connection.commit()
+    else:
+        connection.execute("COMMIT")
+
+
+def _sqlite_rollback(connection: Any) -> None:
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
