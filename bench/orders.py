@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from loadgen import Run, drive, server_pids  # bench/loadgen.py
 from partnerlink.orders.schemas import OrderIn
 
 REPO = Path(__file__).resolve().parent.parent
+START = datetime(2024, 5, 1, tzinfo=UTC)
 CUSTOMERS = 800  # the store's regulars; a third of them were reached by ads
 FIRST = ["Ann", "Bob", "Carla", "Dmitri", "Eve", "Hiro", "Inès", "José", "Liu", "Maria", "Priya"]
 MENU = [
@@ -130,7 +132,8 @@ def workload(count: int, seed: int = 7) -> list[dict[str, Any]]:
     minute = 0
     for n in range(count):
         minute += 1
-        stamp = f"2024-05-{1 + minute // 1440:02d}T{minute // 60 % 24:02d}:{minute % 60:02d}:00Z"
+        # One order a minute from May 2024 on (a real calendar: 60,000 minutes pass June).
+        stamp = (START + timedelta(minutes=minute)).strftime("%Y-%m-%dT%H:%M:%SZ")
         kind = rng.random()
         if kind < 0.25 and opened:
             body = json.loads(json.dumps(opened.pop(rng.randrange(len(opened)))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,21 @@ def engine(tmp_path: Path) -> Engine:
     return make_engine(f"sqlite:///{tmp_path / 'pipeline.db'}")
 
 
+def run_numbered_jobs(
+    engine: Engine, job: Callable[[Sql, int], object], count: int
+) -> list[object]:
+    """Submits job(sql, 0..count-1) at once (so they share batches); results or errors."""
+
+    async def main() -> list[object]:
+        pipeline = Pipeline(engine, slots=1)
+        return await asyncio.gather(
+            *(pipeline.run(lambda sql, n=n: job(sql, n)) for n in range(count)),
+            return_exceptions=True,
+        )
+
+    return asyncio.run(main())
+
+
 def test_each_job_gets_its_own_result_or_error(engine: Engine) -> None:
     ten = Statement("SELECT :n * 10")
 
@@ -30,14 +46,7 @@ def test_each_job_gets_its_own_result_or_error(engine: Engine) -> None:
         result: int = sql.row(ten, {"n": n})[0]  # a live connection from the pool
         return result
 
-    async def main() -> list[object]:
-        pipeline = Pipeline(engine, slots=1)
-        return await asyncio.gather(
-            *(pipeline.run(lambda sql, n=n: job(sql, n)) for n in range(40)),
-            return_exceptions=True,
-        )
-
-    results = asyncio.run(main())
+    results = run_numbered_jobs(engine, job, 40)
     for n, result in enumerate(results):
         if n % 3 == 0:
             assert isinstance(result, ValueError) and str(result) == f"order {n} refused"
@@ -100,3 +109,30 @@ def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
         held.close()
     assert all(isinstance(result, ServiceBusy) for result in results)
     assert all(result.headers == {"Retry-After": "1"} for result in results)  # type: ignore[union-attr]
+
+
+def test_a_failing_order_fails_alone_and_keeps_nothing(engine: Engine) -> None:
+    """The batch shares one transaction; when an order fails, the others are stored anyway."""
+    create = Statement("CREATE TABLE IF NOT EXISTS stored (n INTEGER PRIMARY KEY)")
+    insert = Statement("INSERT INTO stored (n) VALUES (:n)")
+    pooled = engine.raw_connection()
+    try:
+        pooled.driver_connection.execute(create.sqlite)  # type: ignore[union-attr]
+    finally:
+        pooled.close()
+
+    def job(sql: Sql, n: int) -> int:
+        sql.run(insert, {"n": n})
+        if n == 5:
+            raise ValueError("refused after writing")  # its row must not survive
+        return n
+
+    results = run_numbered_jobs(engine, job, 10)
+    assert isinstance(results[5], ValueError)
+    assert [r for r in results if not isinstance(r, Exception)] == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    pooled = engine.raw_connection()
+    try:
+        rows = pooled.driver_connection.execute("SELECT n FROM stored ORDER BY n").fetchall()  # type: ignore[union-attr]
+    finally:
+        pooled.close()
+    assert [n for (n,) in rows] == [0, 1, 2, 3, 4, 6, 7, 8, 9]

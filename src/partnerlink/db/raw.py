@@ -25,6 +25,9 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+LOCK_WAIT_MS = 50
+# lock_not_available, deadlock_detected, serialization_failure
+_LOCK_CONFLICTS = frozenset({"55P03", "40P01", "40001"})
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
@@ -101,6 +104,20 @@ class Sql:
     def json(self, value: Any) -> Any:
         """A JSON column's stored form (SQL NULL for None)."""
         return None if value is None else self._json(value)
+
+    def wait_briefly_for_locks(self) -> None:
+        """For the rest of this transaction, give up on a row lock after a few milliseconds.
+
+        A transaction that holds many rows must not wait on another that may wait
+        on it (PostgreSQL finds such deadlocks only after a second); it fails fast
+        with a lock conflict instead. SQLite has one writer at a time: no effect.
+        """
+        if self.postgres:
+            self.connection.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+
+    def is_lock_conflict(self, error: BaseException) -> bool:
+        """A lock wait given up, a deadlock victim, or a serialization failure."""
+        return self.postgres and getattr(error, "sqlstate", None) in _LOCK_CONFLICTS
 
     def json_text(self, text: str) -> Any:
         """A JSON column's stored form of text that is already JSON (no second encoding)."""

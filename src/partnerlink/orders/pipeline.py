@@ -1,17 +1,28 @@
-"""Carries orders from the event loop to the database threads, several per thread hop.
+"""Carries orders from the event loop to the database, several per thread hop and commit.
 
 A hop to a worker thread costs about as much CPU as a third of an order's
-database work (measured), and each hop makes the event loop and the worker
-thread trade the GIL. Orders therefore wait here, in the event loop, in
-arrival order; at most one drain per database connection runs, and each drain
-takes whatever has queued up (up to BATCH) into one hop and one connection
-checkout. Every order still has its own transaction and its own answer: a
-failing order fails alone.
+database work, and a commit about as much as the order's statements (SQLite
+writes every touched page to its log; PostgreSQL pays two round trips and a
+flush): measured with bench/orders_profile.py. Orders therefore wait here, in
+the event loop, in arrival order; at most one drain per database connection
+runs, and each drain takes whatever has queued up (up to BATCH) into one hop,
+one connection checkout and one transaction (group commit). No order is
+answered before that commit.
+
+Every order still gets its own answer, and a failing order fails alone: when
+one raises, the batch's transaction is rolled back (nothing of it is kept)
+and each of its orders runs again in a transaction of its own. So it is too
+when the batch meets a row another transaction holds (PostgreSQL: after
+LOCK_WAIT_MS, long before a deadlock between two batches could be found);
+alone, an order may wait its turn. A busy database otherwise (SQLite's lock
+held by another process past its timeout, no connection) refuses the whole
+batch with a retryable 503: retrying one by one would only wait again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +31,10 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from partnerlink.db.raw import Sql, checkout
+from partnerlink.db.raw import Sql, checkout, transaction
 from partnerlink.orders.service import BUSY_ERRORS, database_busy
+
+log = logging.getLogger("partnerlink.orders")
 
 BATCH = 16
 
@@ -76,18 +89,37 @@ class Pipeline:
 
 
 def _run_all(engine: Engine, jobs: list[Job]) -> list[tuple[bool, Any]]:
-    outcomes: list[tuple[bool, Any]] = []
     try:
         with checkout(engine) as sql:
-            for job in jobs:
-                try:
-                    outcomes.append((True, job(sql)))
-                except Exception as error:  # handed to the request that sent this order
-                    outcomes.append((False, error))
-    except BUSY_ERRORS as error:  # no connection to be had: the orders not run are refused
-        busy = database_busy(error)
-        outcomes.extend((False, busy) for _ in jobs[len(outcomes) :])
-    return outcomes
+            try:
+                with transaction(sql):
+                    sql.wait_briefly_for_locks()
+                    results = [job(sql) for job in jobs]
+            except sql.errors.OperationalError as error:
+                if not sql.is_lock_conflict(error):
+                    return _refused(jobs, error)
+                return [_alone(sql, job) for job in jobs]  # they may wait their turn
+            except Exception:
+                return [_alone(sql, job) for job in jobs]
+            return [(True, result) for result in results]
+    except BUSY_ERRORS as error:  # no connection to be had
+        return _refused(jobs, error)
+
+
+def _alone(sql: Sql, job: Job) -> tuple[bool, Any]:
+    """One order in its own transaction: its answer, or its error for its request."""
+    try:
+        with transaction(sql):
+            return True, job(sql)
+    except sql.errors.OperationalError as error:
+        return _refused([job], error)[0]
+    except Exception as error:
+        return False, error
+
+
+def _refused(jobs: list[Job], error: Exception) -> list[tuple[bool, Any]]:
+    log.warning("%d order(s) not stored, database busy: %s", len(jobs), type(error).__name__)
+    return [(False, database_busy(error)) for _ in jobs]
 
 
 _pipelines: WeakKeyDictionary[Engine, Pipeline] = WeakKeyDictionary()

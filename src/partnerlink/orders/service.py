@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
-from partnerlink.db.raw import Sql, transaction
+from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
@@ -64,25 +64,20 @@ BUSY_ERRORS = (OperationalError, SQLAlchemyTimeoutError)
 
 def database_busy(error: Exception) -> ServiceBusy:
     """Lock timeouts, deadlock victims, an exhausted pool: nothing was stored; retryable."""
-    log.warning("order not stored, database busy: %s", type(error).__name__)
     busy = ServiceBusy(headers={"Retry-After": "1"})
     busy.__cause__ = error
     return busy
 
 
 def accept_order(sql: Sql, *, token: str, order: OrderIn, settings: Settings) -> StoredOrder:
-    """Authenticates the caller and stores its order: one transaction, committed here.
+    """Authenticates the caller and stores its order, inside the caller's transaction.
 
-    Runs on a driver connection the order pipeline checked out (pipeline.py),
-    not on the request-scoped session: the commit still happens before the
-    answer, and the hottest path skips the ORM's per-statement work.
+    Runs on a driver connection the order pipeline checked out, in the
+    transaction it commits before answering (pipeline.py), not on the
+    request-scoped session: the hottest path skips the ORM's per-statement work.
     """
-    try:
-        with transaction(sql):
-            caller = authenticate_access_token_sql(sql, token)
-            return store_order(sql, caller=caller, order=order, settings=settings)
-    except sql.errors.OperationalError as error:
-        raise database_busy(error) from error
+    caller = authenticate_access_token_sql(sql, token)
+    return store_order(sql, caller=caller, order=order, settings=settings)
 
 
 def store_order(

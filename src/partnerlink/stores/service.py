@@ -72,14 +72,22 @@ def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfil
     return store
 
 
-_STORE_NOW = Statement(
-    "SELECT currency, country_code, name, green_invoices FROM stores WHERE id = :store_id"
+_PROFILE_COLUMNS = (
+    "name",
+    "address",
+    "country_code",
+    "currency",
+    "city",
+    "state",
+    "postal_code",
+    "phone_number",
 )
-_KEEP = ("city", "state", "postal_code", "phone_number")
+_STORE_NOW = Statement(
+    f"SELECT green_invoices, {', '.join(_PROFILE_COLUMNS)} FROM stores WHERE id = :store_id"
+)
 _STORE_UPDATE = Statement(
-    "UPDATE stores SET name = :name, address = :address, country_code = :country_code,"
-    " currency = :currency, "
-    + ", ".join(f"{column} = COALESCE(:{column}, {column})" for column in _KEEP)
+    "UPDATE stores SET "
+    + ", ".join(f"{column} = :{column}" for column in _PROFILE_COLUMNS)
     + ", updated_at = :now WHERE id = :store_id"
 )
 
@@ -87,13 +95,25 @@ _STORE_UPDATE = Statement(
 def apply_store_profile_sql(
     sql: Sql, *, store_id: str, profile: StoreProfileIn
 ) -> tuple[str, str, bool]:
-    """`apply_store_profile` on a driver connection (orders); answers (name, country, receipts on)."""
+    """`apply_store_profile` on a driver connection (orders); answers (name, country, receipts on).
+
+    Writes only when the profile changes something: partners resend the same
+    snapshot with every order, and an UPDATE would lock the store's row until
+    the commit, queueing every other order of the store behind it.
+    """
     row = sql.row(_STORE_NOW, {"store_id": store_id})
     if row is None:
         raise InvalidToken()  # deleted between authentication and now
-    values = profile_values(profile, stored_currency=row[0], stored_country=row[1])
-    sql.run(_STORE_UPDATE, {**values, "store_id": store_id, "now": sql.time(utcnow())})
-    return profile.storeName, profile.storeCountryCode, bool(row[3])
+    stored = dict(zip(_PROFILE_COLUMNS, row[1:], strict=True))
+    values = profile_values(
+        profile, stored_currency=stored["currency"], stored_country=stored["country_code"]
+    )
+    wanted = {
+        column: stored[column] if value is None else value for column, value in values.items()
+    }
+    if wanted != stored:
+        sql.run(_STORE_UPDATE, {**wanted, "store_id": store_id, "now": sql.time(utcnow())})
+    return profile.storeName, profile.storeCountryCode, bool(row[0])
 
 
 def store_response(store: Store) -> dict[str, Any]:
