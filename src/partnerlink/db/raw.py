@@ -53,10 +53,13 @@ class Statement:
 class Sql:
     """Runs Statements on one driver connection, inside the caller's transaction."""
 
-    __slots__ = ("_json", "connection", "errors", "postgres")
+    __slots__ = ("_json", "connection", "errors", "postgres", "remembered")
 
     def __init__(self, connection: Any, dialect_name: str, dbapi: Any) -> None:
         self.connection = connection  # sqlite3.Connection or psycopg.Connection
+        # Facts read in the current transaction that its later work may reuse (see
+        # `transaction`); emptied when a transaction begins and ends.
+        self.remembered: dict[Any, Any] = {}
         self.postgres = dialect_name == "postgresql"
         self.errors = dbapi  # the driver module: .IntegrityError, .OperationalError
         if self.postgres:
@@ -162,15 +165,24 @@ def transaction(sql: Sql) -> Iterator[Sql]:
     SQLite's starts with BEGIN IMMEDIATE, as every write transaction of the
     engine does (see engine.py): the write lock is taken up front, so two
     processes never deadlock upgrading a read lock.
+
+    `sql.remembered` lives exactly as long as the transaction. Whatever work in
+    it remembers was read after the transaction began; every request it serves
+    arrived before it began (the order pipeline forms a batch, then opens its
+    transaction), so reusing those facts answers each request as of a moment
+    after its arrival.
     """
     connection = sql.connection
+    sql.remembered.clear()
     if not sql.postgres:
         connection.execute("BEGIN IMMEDIATE")
     try:
         yield sql
     except BaseException:
+        sql.remembered.clear()
         connection.rollback() if sql.postgres else _sqlite_rollback(connection)
         raise
+    sql.remembered.clear()
     if sql.postgres:
         connection.commit()
     else:

@@ -113,6 +113,7 @@ def apply_store_profile_sql(
     }
     if wanted != stored:
         sql.run(_STORE_UPDATE, {**wanted, "store_id": store_id, "now": sql.time(utcnow())})
+        sql.remembered.clear()  # store facts read earlier in this transaction are stale now
     return profile.storeName, profile.storeCountryCode, bool(row[0])
 
 
