@@ -82,7 +82,11 @@ def test_200_identical_posts_store_one_order_and_send_one_sms(
             break
         time.sleep(0.2)
     assert len(listed) == 1 and listed[0]["status"] == "sent"
-    assert "Traceback" not in server.logs()
+    logs = server.logs()
+    assert "Traceback" not in logs
+    # The outbox logs its one message (the order and a masked number, never the link's key).
+    assert logs.count("e-receipt SMS for order A-1001 to") == 1
+    assert listed[0]["link"].rpartition("k=")[2] not in logs
 
 
 def test_concurrent_orders_of_one_new_customer_make_one_customer(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import signal
 import threading
+from typing import Any
 
 import typer
 import uvicorn
+import uvicorn.config
 
 from partnerlink.cli.common import JsonOption, console, load_settings
 from partnerlink.db.engine import make_engine, make_sessionmaker
@@ -49,7 +52,31 @@ def serve(
         workers=workers,
         proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
         server_header=False,
+        log_config=log_config(),
     )
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging, plus the service's INFO lines (outbox SMS, lockouts, uploads).
+
+    Without a handler of their own, `partnerlink.*` records below WARNING went
+    nowhere under uvicorn. Their handler redacts every record it prints, from
+    whichever `partnerlink` logger it comes.
+    """
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["filters"] = {"redact": {"()": "partnerlink.security.redaction.RedactingFilter"}}
+    config["handlers"]["partnerlink"] = {
+        "formatter": "default",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+        "filters": ["redact"],
+    }
+    config["loggers"]["partnerlink"] = {
+        "handlers": ["partnerlink"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
 
 
 def _print_banner(public_url: str) -> None:
