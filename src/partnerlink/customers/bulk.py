@@ -16,7 +16,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.merge import StoredRow
-from partnerlink.customers.models import Customer
+from partnerlink.db.raw import Sql
 
 _MERGED = "email, phone_number, first_name, last_name, city, country_code"
 
@@ -32,12 +32,6 @@ def _placeholder(dialect: Dialect) -> str:
 @lru_cache(maxsize=4)
 def _in_list(placeholder: str, count: int) -> str:
     return ", ".join([placeholder] * count)
-
-
-def _stamp(dialect: Dialect, now: datetime) -> Any:
-    """`now` as the driver must receive it for a UTCDateTime column."""
-    processor = Customer.__table__.c.created_at.type.dialect_impl(dialect).bind_processor(dialect)
-    return processor(now) if processor else now
 
 
 def load_customers(
@@ -90,7 +84,7 @@ def insert_customers(
         return
     connection = session.connection()
     mark = _placeholder(connection.dialect)
-    stamp = _stamp(connection.dialect, now)
+    stamp = Sql.of_session(session).time(now)
     sql = (
         f"INSERT INTO customers (profile_id, {_MERGED}, created_at, updated_at) "
         f"VALUES ({_in_list(mark, 9)}) ON CONFLICT DO NOTHING"
@@ -108,7 +102,7 @@ def update_customers(
         return
     connection = session.connection()
     mark = _placeholder(connection.dialect)
-    stamp = _stamp(connection.dialect, now)
+    stamp = Sql.of_session(session).time(now)
     columns = ", ".join(f"{name.strip()} = {mark}" for name in _MERGED.split(","))
     sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
     connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])

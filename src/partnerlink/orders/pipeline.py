@@ -30,10 +30,12 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.db.raw import Sql, checkout, transaction
-from partnerlink.orders.service import BUSY_ERRORS, database_busy
+from partnerlink.orders.service import ServiceBusy
 
 log = logging.getLogger("partnerlink.orders")
 
@@ -109,7 +111,7 @@ def _run_all(engine: Engine, jobs: list[Job]) -> list[tuple[bool, Any]]:
             except Exception:
                 return [_alone(sql, job) for job in jobs]
             return [(True, result) for result in results]
-    except BUSY_ERRORS as error:  # no connection to be had
+    except (OperationalError, PoolTimeout) as error:  # no connection to be had
         return _refused(jobs, error)
 
 
@@ -125,8 +127,14 @@ def _alone(sql: Sql, job: Job) -> tuple[bool, Any]:
 
 
 def _refused(jobs: list[Job], error: Exception) -> list[tuple[bool, Any]]:
+    """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 503s."""
     log.warning("%d order(s) not stored, database busy: %s", len(jobs), type(error).__name__)
-    return [(False, database_busy(error)) for _ in jobs]
+    refusals: list[tuple[bool, Any]] = []
+    for _job in jobs:
+        busy = ServiceBusy(headers={"Retry-After": "1"})
+        busy.__cause__ = error
+        refusals.append((False, busy))
+    return refusals
 
 
 _pipelines: WeakKeyDictionary[Engine, Pipeline] = WeakKeyDictionary()

@@ -8,13 +8,10 @@ instead of deadlocking on PostgreSQL.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.service import resolve_customer
@@ -30,8 +27,6 @@ from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import apply_store_profile_sql, load_store
 from partnerlink.tokens.service import ConnectedStore, authenticate_access_token_sql
-
-log = logging.getLogger("partnerlink.orders")
 
 
 class ReceiptsDisabled(Forbidden):
@@ -57,16 +52,6 @@ class _StoreFacts:
     name: str
     country_code: str
     green_invoices: bool
-
-
-BUSY_ERRORS = (OperationalError, SQLAlchemyTimeoutError)
-
-
-def database_busy(error: Exception) -> ServiceBusy:
-    """Lock timeouts, deadlock victims, an exhausted pool: nothing was stored; retryable."""
-    busy = ServiceBusy(headers={"Retry-After": "1"})
-    busy.__cause__ = error
-    return busy
 
 
 def accept_order(sql: Sql, *, token: str, order: OrderIn, settings: Settings) -> StoredOrder:
