@@ -123,5 +123,5 @@ def children(pid: int) -> list[int]:
 def server_pids(parent: int) -> list[int]:
     """The serving processes: uvicorn's workers when it has several, else the process itself."""
     pids = children(parent)
-    workers = [p for p in pids if "multiprocessing" not in Path(f"/proc/{p}/cmdline").read_text()]
+    workers = [p for p in pids if "resource_tracker" not in Path(f"/proc/{p}/cmdline").read_text()]
     return workers or [parent]

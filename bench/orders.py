@@ -333,22 +333,18 @@ def main() -> None:
                 log.close()
             ceiling_port = free_port()
             ceiling = subprocess.Popen(
+                # The same serving code as `partnerlink serve` (partnerlink/cli/serving.py).
                 [
                     sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "orders:ceiling_app",
-                    "--factory",
-                    "--app-dir",
-                    str(Path(__file__).parent),
-                    "--port",
+                    "-c",
+                    "import sys; from partnerlink.cli.serving import run_server;"
+                    " run_server('orders:ceiling_app', factory=True, host='127.0.0.1',"
+                    " port=int(sys.argv[1]), workers=int(sys.argv[2]), proxy_headers=False,"
+                    " server_header=False)",
                     str(ceiling_port),
-                    "--workers",
                     str(workers),
-                    "--no-proxy-headers",
-                    "--no-server-header",
                 ],
-                env=env,
+                env={**env, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{Path(__file__).parent}"},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -381,7 +377,7 @@ def run_profiled(
     spy = Path(sys.executable).parent / "py-spy"
     if not spy.exists():
         return ["profile: py-spy is not installed (.venv/bin/pip install py-spy)"]
-    outputs = [workdir / f"spy-{pid}.txt" for pid in pids]
+    outputs = [Path(os.environ.get("BENCH_SPY_DIR", workdir)) / f"spy-{pid}.txt" for pid in pids]
     samplers = [
         subprocess.Popen(
             [

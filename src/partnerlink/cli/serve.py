@@ -14,6 +14,7 @@ import uvicorn
 import uvicorn.config
 
 from partnerlink.cli.common import JsonOption, console, load_settings
+from partnerlink.cli.serving import run_server
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import upgrade
 from partnerlink.security.redaction import install_log_redaction
@@ -44,7 +45,7 @@ def serve(
     from partnerlink.app import SERVER_PROCESS_ENV
 
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
-    uvicorn.run(
+    run_server(
         "partnerlink.app:create_app",
         factory=True,
         host=host,

@@ -25,15 +25,18 @@ class Customer(Base):
 
     __tablename__ = "customers"
     __table_args__ = (
-        # NULL emails never collide, in SQLite and PostgreSQL alike.
-        UniqueConstraint("profile_id", "email", name="uq_customers_profile_email"),
-        Index("ix_customers_profile_phone", "profile_id", "phone_number"),
+        # Look-up indexes lead with the key looked up, so each look-up has one index that
+        # fits even before the planner has statistics (migration 0007). NULL emails never
+        # collide, in SQLite and PostgreSQL alike. (SQLite databases keep this constraint
+        # as (profile_id, email) from 0001: the same uniqueness.)
+        UniqueConstraint("email", "profile_id", name="uq_customers_email_profile"),
+        Index("ix_customers_phone_profile", "phone_number", "profile_id"),
         # At most one phone-only customer per phone (the rule never makes two), so
         # that concurrent creations of the same phone-only customer collide.
         Index(
-            "uq_customers_profile_phone_no_email",
-            "profile_id",
+            "uq_customers_phone_no_email",
             "phone_number",
+            "profile_id",
             unique=True,
             sqlite_where=text("email IS NULL"),
             postgresql_where=text("email IS NULL"),

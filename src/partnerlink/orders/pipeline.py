@@ -27,7 +27,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
@@ -47,20 +46,29 @@ BATCH = 64
 # (one drain also stalls the process whenever its batch waits on a lock).
 MAX_DRAINS = 2
 
-Job = Callable[[Sql], Any]
+Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
+# Does a batch's work inside its transaction: an outcome per item, in order. Raising
+# rolls the batch back; each item then runs again alone.
+Handler = Callable[[Sql, list[Any]], list[Outcome]]
+
+
+def each_alone(sql: Sql, jobs: list[Callable[[Sql], Any]]) -> list[Outcome]:
+    """The default handler: items are jobs, `job(sql)`, run one after another."""
+    return [(True, job(sql)) for job in jobs]
 
 
 class Pipeline:
-    def __init__(self, engine: Engine, slots: int) -> None:
+    def __init__(self, engine: Engine, slots: int, handler: Handler = each_alone) -> None:
         self.engine = engine
         self.slots = max(1, slots)
-        self.queue: deque[tuple[Job, asyncio.Future[Any]]] = deque()
+        self.handler = handler
+        self.queue: deque[tuple[Any, asyncio.Future[Any]]] = deque()
         self.drains: set[asyncio.Task[None]] = set()  # referenced, so never collected mid-run
 
-    async def run(self, job: Job) -> Any:
-        """Runs `job(sql)` on a worker thread and answers its result (or raises its error)."""
+    async def run(self, item: Any) -> Any:
+        """Hands `item` to a batch on a worker thread; answers its result (or raises its error)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.queue.append((job, future))
+        self.queue.append((item, future))
         self._start_drain()
         return await future
 
@@ -78,9 +86,11 @@ class Pipeline:
         while self.queue:
             batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
             try:
-                outcomes = await run_in_threadpool(_run_all, self.engine, [job for job, _ in batch])
+                outcomes = await run_in_threadpool(
+                    _run_all, self.engine, self.handler, [item for item, _ in batch]
+                )
             except BaseException as error:  # cancelled at shutdown: no request waits forever
-                for _job, future in batch:
+                for _item, future in batch:
                     if future.done():
                         continue
                     if isinstance(error, asyncio.CancelledError):
@@ -88,7 +98,7 @@ class Pipeline:
                     else:
                         future.set_exception(error)
                 raise
-            for (_job, future), (ok, value) in zip(batch, outcomes, strict=True):
+            for (_item, future), (ok, value) in zip(batch, outcomes, strict=True):
                 if future.done():  # the client went away; the order was still stored
                     continue
                 if ok:
@@ -97,54 +107,48 @@ class Pipeline:
                     future.set_exception(value)
 
 
-def _run_all(engine: Engine, jobs: list[Job]) -> list[tuple[bool, Any]]:
+def _run_all(engine: Engine, handler: Handler, items: list[Any]) -> list[Outcome]:
     try:
         with checkout(engine) as sql:
             try:
                 with transaction(sql):
                     sql.wait_briefly_for_locks()
-                    results = [job(sql) for job in jobs]
+                    return handler(sql, items)
             except sql.errors.OperationalError as error:
                 if not sql.is_lock_conflict(error):
-                    return _refused(jobs, error)
-                return [_alone(sql, job) for job in jobs]  # they may wait their turn
+                    return _refused(len(items), error)
+                return [_alone(sql, handler, item) for item in items]  # they may wait their turn
             except Exception:
-                return [_alone(sql, job) for job in jobs]
-            return [(True, result) for result in results]
+                return [_alone(sql, handler, item) for item in items]
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
-        return _refused(jobs, error)
+        return _refused(len(items), error)
 
 
-def _alone(sql: Sql, job: Job) -> tuple[bool, Any]:
-    """One order in its own transaction: its answer, or its error for its request."""
+def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
+    """One item in its own transaction: its answer, or its error for its request."""
     try:
         with transaction(sql):
-            return True, job(sql)
+            return handler(sql, [item])[0]
     except sql.errors.OperationalError as error:
-        return _refused([job], error)[0]
+        return _refused(1, error)[0]
     except Exception as error:
         return False, error
 
 
-def _refused(jobs: list[Job], error: Exception) -> list[tuple[bool, Any]]:
+def _refused(count: int, error: Exception) -> list[Outcome]:
     """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 503s."""
-    log.warning("%d order(s) not stored, database busy: %s", len(jobs), type(error).__name__)
-    refusals: list[tuple[bool, Any]] = []
-    for _job in jobs:
+    log.warning("%d order(s) not stored, database busy: %s", count, type(error).__name__)
+    refusals: list[Outcome] = []
+    for _ in range(count):
         busy = ServiceBusy(headers={"Retry-After": "1"})
         busy.__cause__ = error
         refusals.append((False, busy))
     return refusals
 
 
-_pipelines: WeakKeyDictionary[Engine, Pipeline] = WeakKeyDictionary()
-
-
-def pipeline_for(engine: Engine) -> Pipeline:
-    """One pipeline per engine: at most MAX_DRAINS batches at once, never more than the pool."""
-    found = _pipelines.get(engine)
-    if found is None:
-        pool: Any = engine.pool
-        size = pool.size() if hasattr(pool, "size") else 1
-        found = _pipelines[engine] = Pipeline(engine, min(size, MAX_DRAINS))
-    return found
+def pipeline_for(engine: Engine, handler: Handler) -> Pipeline:
+    """A pipeline with at most MAX_DRAINS batches at once, never more than the pool has
+    connections. Make one per engine and handler, and keep it (see orders/api.py)."""
+    pool: Any = engine.pool
+    size = pool.size() if hasattr(pool, "size") else 1
+    return Pipeline(engine, min(size, MAX_DRAINS), handler)

@@ -37,10 +37,12 @@ UPDATED_COLUMNS = (
 INSERTED_COLUMNS = ("store_id", "profile_id", "order_id", "received_at", *UPDATED_COLUMNS)
 
 # The class of a new order (CONTRACT.md §6), computed by the INSERT itself. Parameters:
-# the customer's normalized `match_email` and `match_phone` (NULL when it has none:
-# NULL never equals anything), the order's `ordered_at` and the window's `window_start`.
+# the order's `customer_id` (NULL: anonymous), the customer's normalized `match_email`
+# and `match_phone` (NULL when it has none: NULL never equals anything), the order's
+# `ordered_at` and the window's `window_start`.
 _CONVERSION = (
-    "CASE WHEN NOT EXISTS (SELECT 1 FROM touches WHERE touches.profile_id = :profile_id"
+    f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN '{ANONYMOUS}'"
+    " WHEN NOT EXISTS (SELECT 1 FROM touches WHERE touches.profile_id = :profile_id"
     " AND (touches.email = :match_email OR touches.phone_number = :match_phone)"
     " AND touches.touched_at >= :window_start AND touches.touched_at <= :ordered_at)"
     f" THEN '{ORGANIC}'"
@@ -50,27 +52,28 @@ _CONVERSION = (
 )
 
 
-def _insert(conversion: str) -> Statement:
-    """INSERT ... ON CONFLICT (store, orderId) DO NOTHING RETURNING id: no row when it existed."""
+_SET = ", ".join(f"{name} = excluded.{name}" for name in UPDATED_COLUMNS)
+
+
+def _upsert(conversion: str) -> Statement:
+    """Creates the order, or updates it unless the stored `updatedAt` is newer; RETURNING id.
+
+    One statement for every order, so a batch's upserts travel together (db/raw.py):
+    no row comes back when a re-send was older than what is stored. The class
+    is computed for every send and kept only by the INSERT: an update leaves
+    `conversion` (and the identity and `received_at`) as first stored.
+    """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
     return Statement(
         f"INSERT INTO orders ({columns}, conversion) VALUES ({values}, {conversion})"
-        " ON CONFLICT (store_id, order_id) DO NOTHING RETURNING id"
+        f" ON CONFLICT (store_id, order_id) DO UPDATE SET {_SET}"
+        " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
+        " OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id"
     )
 
 
-INSERT_ORDER = _insert(_CONVERSION)
-INSERT_ANONYMOUS_ORDER = _insert(f"'{ANONYMOUS}'")
-
-_SET = ", ".join(f"{name} = :{name}" for name in UPDATED_COLUMNS)
-_KEY = "WHERE store_id = :store_id AND order_id = :order_id"
-UPDATE_ORDER = Statement(f"UPDATE orders SET {_SET} {_KEY} RETURNING id")
-# Skipped (no row) when the stored updatedAt is newer than the re-send's.
-UPDATE_ORDER_UNLESS_NEWER = Statement(
-    f"UPDATE orders SET {_SET} {_KEY} AND (partner_updated_at IS NULL"
-    " OR partner_updated_at <= :partner_updated_at) RETURNING id"
-)
+UPSERT_ORDER = _upsert(_CONVERSION)
 
 
 def find_order(*, store_id: str, order_id: str) -> Select[Order]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,43 +54,48 @@ def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
     return f"{settings.effective_receipt_url}/inv/{quote(order_id, safe='')}?k={key}"
 
 
-def queue_receipt(
-    sql: Sql,
-    *,
-    order_pk: int,
-    store_id: str,
-    order_id: str,
-    store_name: str,
-    phone: str,
-    default_region: str | None,
-    settings: Settings,
-) -> bool:
-    """Writes the order's receipt unless it has one; True when this call wrote it.
+@dataclass(frozen=True, slots=True)
+class DueReceipt:
+    """A stored order that meets the e-receipt rule, with what its message needs."""
 
-    An unusable number is recorded as a failed receipt with its reason: no SMS.
+    order_pk: int
+    store_id: str
+    order_id: str
+    store_name: str
+    phone: str
+    default_region: str | None
+
+
+def queue_receipts(sql: Sql, due: Sequence[DueReceipt], *, settings: Settings) -> list[bool]:
+    """Writes each order's receipt unless it has one; True where this call wrote it.
+
+    The inserts travel together (one round trip on PostgreSQL). An unusable
+    number is recorded as a failed receipt with its reason: no SMS.
     """
-    key = secrets.token_urlsafe(KEY_BYTES)
-    link = receipt_link(settings, order_id=order_id, key=key)
-    to_phone = normalize_phone(phone, default_region)
     now = sql.time(utcnow())
-    inserted = sql.row(
-        _INSERT_RECEIPT,
-        {
-            "order_pk": order_pk,
-            "store_id": store_id,
-            "key_hash": digest(key),
-            "to_phone": to_phone,
-            "body": f"Your receipt from {store_name}: {link}",
-            "link": link,
-            "status": PENDING if to_phone else FAILED,
-            "last_error": None if to_phone else UNUSABLE_NUMBER,
-            "now": now,
-        },
-    )
-    written = inserted is not None
-    if written and to_phone is None:
-        log.info("e-receipt for order %s not sent: unusable phone number", order_id)
+    rows = [_receipt_values(one, now, settings) for one in due]
+    written = [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
+    for one, row, wrote in zip(due, rows, written, strict=True):
+        if wrote and row["to_phone"] is None:
+            log.info("e-receipt for order %s not sent: unusable phone number", one.order_id)
     return written
+
+
+def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[str, object]:
+    key = secrets.token_urlsafe(KEY_BYTES)
+    link = receipt_link(settings, order_id=due.order_id, key=key)
+    to_phone = normalize_phone(due.phone, due.default_region)
+    return {
+        "order_pk": due.order_pk,
+        "store_id": due.store_id,
+        "key_hash": digest(key),
+        "to_phone": to_phone,
+        "body": f"Your receipt from {due.store_name}: {link}",
+        "link": link,
+        "status": PENDING if to_phone else FAILED,
+        "last_error": None if to_phone else UNUSABLE_NUMBER,
+        "now": now,
+    }
 
 
 # ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one.

@@ -101,9 +101,14 @@ def apply_store_profile_sql(
     snapshot with every order, and an UPDATE would lock the store's row until
     the commit, queueing every other order of the store behind it.
     """
-    row = sql.row(_STORE_NOW, {"store_id": store_id})
+    # Read once per transaction (`Sql.remembered`): a batch of orders that all carry the
+    # same snapshot reads the store once and writes it at most once.
+    remembered = ("store profile", store_id)
+    row = sql.remembered.get(remembered)
     if row is None:
-        raise InvalidToken()  # deleted between authentication and now
+        row = sql.row(_STORE_NOW, {"store_id": store_id})
+        if row is None:
+            raise InvalidToken()  # deleted between authentication and now
     stored = dict(zip(_PROFILE_COLUMNS, row[1:], strict=True))
     values = profile_values(
         profile, stored_currency=stored["currency"], stored_country=stored["country_code"]
@@ -114,6 +119,7 @@ def apply_store_profile_sql(
     if wanted != stored:
         sql.run(_STORE_UPDATE, {**wanted, "store_id": store_id, "now": sql.time(utcnow())})
         sql.remembered.clear()  # store facts read earlier in this transaction are stale now
+    sql.remembered[remembered] = (row[0], *(wanted.get(c, stored[c]) for c in _PROFILE_COLUMNS))
     return profile.storeName, profile.storeCountryCode, bool(row[0])
 
 

@@ -1,0 +1,103 @@
+"""Server processes: one uvicorn per process, each on its own SO_REUSEPORT socket.
+
+uvicorn's own `--workers` shares one listening socket among its processes.
+Whichever process wakes first accepts every connection waiting, so the
+long-lived keep-alive connections of a few partners (or of a load generator)
+can all land on one process while the others idle: measured with
+bench/orders.py on PostgreSQL, one of two workers served all 32 connections
+and the other none. With a socket of its own per process, bound with
+SO_REUSEPORT, the kernel spreads new connections evenly across the processes,
+as nginx's and gunicorn's reuse-port options do.
+
+One process (or a system without SO_REUSEPORT) is plain `uvicorn.run`.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import socket
+import threading
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import uvicorn
+
+log = logging.getLogger("partnerlink.serving")
+
+BACKLOG = 2048  # uvicorn's default
+
+
+def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) -> None:
+    """Serves the ASGI app `app` ("module:attribute") with `workers` processes until stopped.
+
+    `options` are uvicorn.Config's (factory, log_config, proxy_headers, ...). A
+    process that dies is replaced; SIGINT or SIGTERM stops them all gracefully.
+    """
+    if workers <= 1 or not hasattr(socket, "SO_REUSEPORT"):
+        uvicorn.run(app, host=host, port=port, workers=max(1, workers), **options)
+        return
+    try:
+        # A plain bind first: SO_REUSEPORT alone would let a second `serve` share the port.
+        _bound(host, port, reuse_port=False).close()
+        # Held (bound, never listening, so never handed a connection) while the processes
+        # run: no other program can take the port meanwhile.
+        holder = _bound(host, port, reuse_port=True)
+    except OSError as error:
+        log.error("cannot listen on %s:%s: %s", host, port, error)
+        raise SystemExit(1) from error
+    stopping = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.set())
+    context = multiprocessing.get_context("spawn")
+    processes = [_start(context, app, host, port, options) for _ in range(workers)]
+    try:
+        while not stopping.wait(0.5):
+            for number, process in enumerate(processes):
+                if not process.is_alive():
+                    log.warning(
+                        "server process %s exited (%s); starting another",
+                        process.pid,
+                        process.exitcode,
+                    )
+                    processes[number] = _start(context, app, host, port, options)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()  # SIGTERM: uvicorn finishes what is in flight
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+        holder.close()
+
+
+def _start(context: Any, app: str, host: str, port: int, options: dict[str, Any]) -> BaseProcess:
+    process: BaseProcess = context.Process(
+        target=_serve_one, args=(app, host, port, options), daemon=False
+    )
+    process.start()
+    return process
+
+
+def _serve_one(app: str, host: str, port: int, options: dict[str, Any]) -> None:
+    """One server process: its own listening socket on the shared port."""
+    sock = _bound(host, port, reuse_port=True)
+    sock.listen(BACKLOG)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
+
+
+def _bound(host: str, port: int, *, reuse_port: bool) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
