@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,8 @@ from orders import workload  # bench/orders.py
 PARTS = [
     ("authenticate_access_token_sql", "token look-up"),
     ("_store_facts", "store snapshot (when sent)"),
-    ("resolve_customer", "customer matching"),
-    ("queue_receipt", "receipt row"),
+    ("resolve_customers", "customer matching"),
+    ("queue_receipts", "receipt row"),
 ]
 
 
@@ -102,7 +103,6 @@ def main() -> None:
 
     from tests.factories import create_connected_store
 
-    import partnerlink.orders.api as orders_api
     import partnerlink.orders.pipeline as orders_pipeline
     import partnerlink.orders.service as orders_service
     from partnerlink.app import create_app
@@ -124,25 +124,30 @@ def main() -> None:
             calls = [[asgi_call(app, token, b) for b in batch] for batch in batches]
             cpu_per_order(calls[0])  # warm up: caches, customers, statements
 
-            real_unit, real_hop = orders_api.accept_order, orders_pipeline.run_in_threadpool
+            real_hop = orders_pipeline.run_in_threadpool
+            real_unit = partial(orders_service.accept_orders, settings=settings)
 
             async def inline(function: Callable[..., Any], *a: Any, **k: Any) -> Any:
                 return function(*a, **k)
 
-            orders_api.accept_order = lambda *a, **k: None
+            def use(handler: Any) -> None:  # the app's order pipeline, with this batch handler
+                app.state.orders_pipeline = orders_pipeline.pipeline_for(
+                    app.state.engine, handler
+                )
+
+            use(lambda _sql, posts: [(True, None) for _ in posts])
             orders_pipeline.run_in_threadpool = inline
             framework = cpu_per_order(calls[1][: args.orders // 2])
             orders_pipeline.run_in_threadpool = real_hop
             with_hop = cpu_per_order(calls[1][args.orders // 2 :])
-            orders_api.accept_order = real_unit
+            use(real_unit)
             full = cpu_per_order(calls[2])
 
             spent: Counter[str] = Counter()
             for function_name, label in PARTS:
                 original = getattr(orders_service, function_name)
                 setattr(orders_service, function_name, _timed(original, label, spent))
-            unit = _timed(real_unit, "unit of work (total)", spent)
-            orders_api.accept_order = unit
+            use(_timed(real_unit, "unit of work (total)", spent))
             orders_pipeline.run_in_threadpool = inline
             cpu_per_order(calls[3])
             n = len(calls[3])
@@ -155,7 +160,7 @@ def main() -> None:
     print(f"  framework, checkout, BEGIN + COMMIT:    {framework:7.0f}")
     print(f"  thread hop (one order per hop here):    {with_hop - framework:7.0f}")
     total = spent["unit of work (total)"] / n
-    print(f"  the order's statements (accept_order):  {total:7.0f}")
+    print(f"  the order's statements (accept_orders): {total:7.0f}")
     named = 0.0
     for _function, label in PARTS:
         part = spent[label] / n
