@@ -42,3 +42,20 @@ LegacyAccessToken = Annotated[
         description="Legacy way to send the store access token; use the Authorization header.",
     ),
 ]
+
+# The same two, for a route that reads the token itself (the hottest one: POST /v1/orders)
+# and only documents them: `openapi_extra=BEARER_DOCS`.
+BEARER_DOCS = {
+    "security": [{bearer_scheme.scheme_name: []}],
+    "parameters": [
+        {
+            "name": "access_token",
+            "in": "query",
+            "required": False,
+            "deprecated": True,
+            "description": "Legacy way to send the store access token; use the Authorization "
+            "header.",
+            "schema": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Access Token"},
+        }
+    ],
+}
