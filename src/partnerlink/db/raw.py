@@ -53,13 +53,16 @@ class Statement:
 class Sql:
     """Runs Statements on one driver connection, inside the caller's transaction."""
 
-    __slots__ = ("_json", "connection", "errors", "postgres", "remembered")
+    __slots__ = ("_json", "connection", "deferred", "errors", "postgres", "remembered")
 
     def __init__(self, connection: Any, dialect_name: str, dbapi: Any) -> None:
         self.connection = connection  # sqlite3.Connection or psycopg.Connection
         # Facts read in the current transaction that its later work may reuse (see
         # `transaction`); emptied when a transaction begins and ends.
         self.remembered: dict[Any, Any] = {}
+        # PostgreSQL commands with no result to read (SET LOCAL ...), sent in the same round
+        # trip as the next statement (psycopg's pipeline mode), with psycopg's own BEGIN.
+        self.deferred: list[str] = []
         self.postgres = dialect_name == "postgresql"
         self.errors = dbapi  # the driver module: .IntegrityError, .OperationalError
         if self.postgres:
@@ -82,8 +85,20 @@ class Sql:
     def _execute(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         if self.postgres:
             values = [params[name] for name in statement.postgresql_names]
+            if self.deferred:
+                with self._with_deferred():
+                    return self.connection.execute(statement.postgresql, values)
             return self.connection.execute(statement.postgresql, values)
         return self.connection.execute(statement.sqlite, params)
+
+    @contextmanager
+    def _with_deferred(self) -> Iterator[None]:
+        """The deferred commands, then what runs inside, in one round trip (pipeline mode)."""
+        with self.connection.pipeline():
+            for command in self.deferred:
+                self.connection.execute(command)
+            self.deferred.clear()
+            yield
 
     def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         """The first row (a tuple) or None."""
@@ -103,9 +118,12 @@ class Sql:
             return [self.connection.execute(statement.sqlite, params).fetchone() for params in many]
         names = statement.postgresql_names
         cursor = self.connection.cursor()
-        cursor.executemany(
-            statement.postgresql, [[params[n] for n in names] for params in many], returning=True
-        )
+        values = [[params[n] for n in names] for params in many]
+        if self.deferred:
+            with self._with_deferred():
+                cursor.executemany(statement.postgresql, values, returning=True)
+        else:
+            cursor.executemany(statement.postgresql, values, returning=True)
         rows = [cursor.fetchone()]
         while cursor.nextset():
             rows.append(cursor.fetchone())
@@ -138,7 +156,8 @@ class Sql:
         with a lock conflict instead. SQLite has one writer at a time: no effect.
         """
         if self.postgres:
-            self.connection.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+            # Sent with the transaction's first statement: no round trip of its own.
+            self.deferred.append(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
 
     def is_lock_conflict(self, error: BaseException) -> bool:
         """A lock wait given up, a deadlock victim, or a serialization failure."""
@@ -196,15 +215,18 @@ def transaction(sql: Sql) -> Iterator[Sql]:
     """
     connection = sql.connection
     sql.remembered.clear()
+    sql.deferred.clear()
     if not sql.postgres:
         connection.execute("BEGIN IMMEDIATE")
     try:
         yield sql
     except BaseException:
         sql.remembered.clear()
+        sql.deferred.clear()
         connection.rollback() if sql.postgres else _sqlite_rollback(connection)
         raise
     sql.remembered.clear()
+    sql.deferred.clear()  # never sent: nothing ran that they would have applied to
     if sql.postgres:
         connection.commit()
     else:

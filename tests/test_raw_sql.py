@@ -1,0 +1,40 @@
+"""db/raw.py on the configured database: batched statements and the batch's lock wait."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from partnerlink.db.raw import LOCK_WAIT_MS, Statement, checkout, transaction
+
+ECHO = Statement("SELECT :n * 10")
+
+
+def test_first_rows_answers_each_parameter_set_in_order(app: FastAPI) -> None:
+    with checkout(app.state.engine) as sql, transaction(sql):
+        rows = sql.first_rows(ECHO, [{"n": n} for n in range(5)])
+    assert [row[0] for row in rows] == [0, 10, 20, 30, 40]
+
+
+def test_later_statements_see_what_earlier_ones_wrote(app: FastAPI) -> None:
+    with checkout(app.state.engine) as sql, transaction(sql):
+        sql.run(Statement("CREATE TEMPORARY TABLE seen (n INTEGER)"), {})
+        rows = sql.first_rows(
+            Statement("INSERT INTO seen (n) SELECT COUNT(*) FROM seen WHERE :n >= 0 RETURNING n"),
+            [{"n": n} for n in range(3)],
+        )
+    assert [row[0] for row in rows] == [0, 1, 2]
+
+
+def test_a_batch_gives_up_on_locks_quickly_from_its_first_statement(app: FastAPI) -> None:
+    with checkout(app.state.engine) as sql:
+        with transaction(sql):
+            sql.wait_briefly_for_locks()
+            if sql.postgres:
+                setting = sql.row(Statement("SELECT current_setting('lock_timeout')"), {})
+                # Sent with the first statement (one round trip), in force from it on.
+                assert setting == (f"{LOCK_WAIT_MS}ms",)
+            else:  # one writer at a time: nothing to set
+                assert sql.deferred == []
+        if sql.postgres:
+            with transaction(sql):  # SET LOCAL: the next transaction waits as configured
+                assert sql.row(Statement("SELECT current_setting('lock_timeout')"), {}) == ("0",)
