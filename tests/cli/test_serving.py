@@ -21,7 +21,7 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, free_port
 
 pytestmark = [
     pytest.mark.slow,
@@ -198,7 +198,8 @@ def test_each_server_process_listens_on_the_port_with_a_socket_of_its_own(
     processes = serving.server_children()
     assert len(processes) == 2, processes
     listeners = serving.listeners()
-    # The parent's socket holds the port without listening: only the children's count.
+    # The parent made both sockets and keeps them (a replacement process takes over its
+    # predecessor's); each child accepts on one.
     assert len(listeners) == 2, listeners
     assert set(listeners.values()) == processes
     assert serving.pid not in listeners.values()
@@ -355,3 +356,54 @@ def test_sigterm_to_the_parent_stops_every_process(serving: Serving) -> None:
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", serving.port))
+
+
+def test_of_two_servers_started_together_one_serves_and_the_other_exits(tmp_path: Path) -> None:
+    """The port is taken by listening sockets before any server process starts."""
+    env = {
+        **os.environ,
+        "PARTNERLINK_DATABASE_URL": f"sqlite:///{tmp_path / 'together.db'}",
+        "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
+        "PARTNERLINK_DATA_DIR": str(tmp_path),
+        "PARTNERLINK_RUN_WORKER": "false",
+    }
+    port = free_port()
+    servers = []
+    try:
+        for number in range(2):
+            log = (tmp_path / f"together-{number}.log").open("wb")
+            servers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "partnerlink",
+                        "serve",
+                        "--port",
+                        str(port),
+                        "--workers",
+                        "2",
+                    ],
+                    env={**env, "PARTNERLINK_PUBLIC_URL": f"http://127.0.0.1:{port}"},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+            time.sleep(0.3)
+        exited = wait_for(
+            lambda: [s for s in servers if s.poll() is not None] or None, 30, "one server to exit"
+        )
+        assert len(exited) == 1 and exited[0].returncode != 0
+        wait_for(lambda: healthy(f"http://127.0.0.1:{port}"), 30, "/healthz 200")
+        assert len(tcp_sockets(port, LISTEN)) == 2
+        assert [s for s in servers if s.poll() is not None] == exited
+    finally:
+        for server in servers:
+            if server.poll() is None:
+                os.killpg(server.pid, signal.SIGTERM)
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
+                    server.wait()

@@ -19,6 +19,7 @@ import multiprocessing
 import signal
 import socket
 import threading
+import time
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -41,9 +42,10 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
     try:
         # A plain bind first: SO_REUSEPORT alone would let a second `serve` share the port.
         _bound(host, port, reuse_port=False).close()
-        # Held (bound, never listening, so never handed a connection) while the processes
-        # run: no other program can take the port meanwhile.
-        holder = _bound(host, port, reuse_port=True)
+        # One listening socket per process, made and kept here: a second `serve` finds the
+        # port taken from now on, and a replacement process takes over its predecessor's
+        # socket with the connections waiting in it.
+        sockets = [_listening(host, port) for _ in range(workers)]
     except OSError as error:
         log.error("cannot listen on %s:%s: %s", host, port, error)
         raise SystemExit(1) from error
@@ -51,17 +53,19 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
     context = multiprocessing.get_context("spawn")
-    processes = [_start(context, app, host, port, options) for _ in range(workers)]
+    processes = [_start(context, app, host, port, sock, options) for sock in sockets]
+    started = [time.monotonic()] * workers
     try:
         while not stopping.wait(0.5):
             for number, process in enumerate(processes):
-                if not process.is_alive():
+                # A process that keeps failing at start is retried once a second, no faster.
+                if not process.is_alive() and time.monotonic() - started[number] >= 1:
                     log.warning(
                         "server process %s exited (%s); starting another",
                         process.pid,
                         process.exitcode,
                     )
-                    processes[number] = _start(context, app, host, port, options)
+                    processes[number] = _start(context, app, host, port, sockets[number], options)
     finally:
         for process in processes:
             if process.is_alive():
@@ -70,22 +74,38 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
-        holder.close()
+        for sock in sockets:
+            sock.close()
 
 
-def _start(context: Any, app: str, host: str, port: int, options: dict[str, Any]) -> BaseProcess:
+def _start(
+    context: Any,
+    app: str,
+    host: str,
+    port: int,
+    sock: socket.socket,
+    options: dict[str, Any],
+) -> BaseProcess:
+    # The socket goes to the spawned process by file-descriptor passing (as uvicorn's own
+    # workers get theirs).
     process: BaseProcess = context.Process(
-        target=_serve_one, args=(app, host, port, options), daemon=False
+        target=_serve_one, args=(app, host, port, sock, options), daemon=False
     )
     process.start()
     return process
 
 
-def _serve_one(app: str, host: str, port: int, options: dict[str, Any]) -> None:
-    """One server process: its own listening socket on the shared port."""
+def _serve_one(
+    app: str, host: str, port: int, sock: socket.socket, options: dict[str, Any]
+) -> None:
+    """One server process, accepting on its own socket of the shared port."""
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
+
+
+def _listening(host: str, port: int) -> socket.socket:
     sock = _bound(host, port, reuse_port=True)
     sock.listen(BACKLOG)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
+    return sock
 
 
 def _bound(host: str, port: int, *, reuse_port: bool) -> socket.socket:
@@ -99,5 +119,4 @@ def _bound(host: str, port: int, *, reuse_port: bool) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(True)
     return sock
