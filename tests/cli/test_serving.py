@@ -407,3 +407,17 @@ def test_of_two_servers_started_together_one_serves_and_the_other_exits(tmp_path
                 except subprocess.TimeoutExpired:
                     os.killpg(server.pid, signal.SIGKILL)
                     server.wait()
+
+
+def test_server_processes_stop_when_serve_is_killed(serving: Serving) -> None:
+    """Even SIGKILL to `serve` leaves no server process holding the port."""
+    processes = serving.server_children()
+    assert serving.server.process is not None
+    serving.server.process.kill()
+    serving.server.process.wait(timeout=10)
+
+    def orphans() -> set[int]:  # an exited process has no command line (nor has a zombie)
+        return {pid for pid in processes if "spawn_main" in cmdline(pid)}
+
+    wait_for(lambda: not orphans() or None, 30, "server processes to exit")
+    wait_for(lambda: not tcp_sockets(serving.port, LISTEN) or None, 10, "the port to be free")

@@ -14,8 +14,10 @@ One process (or a system without SO_REUSEPORT) is plain `uvicorn.run`.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import threading
@@ -89,17 +91,33 @@ def _start(
     # The socket goes to the spawned process by file-descriptor passing (as uvicorn's own
     # workers get theirs).
     process: BaseProcess = context.Process(
-        target=_serve_one, args=(app, host, port, sock, options), daemon=False
+        target=_serve_one, args=(app, host, port, sock, options, os.getpid()), daemon=False
     )
     process.start()
     return process
 
 
 def _serve_one(
-    app: str, host: str, port: int, sock: socket.socket, options: dict[str, Any]
+    app: str, host: str, port: int, sock: socket.socket, options: dict[str, Any], parent: int
 ) -> None:
     """One server process, accepting on its own socket of the shared port."""
+    _die_with(parent)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
+
+
+def _die_with(parent: int) -> None:
+    """Linux: SIGTERM this process when `serve` dies, even by SIGKILL, so that no server
+    process outlives it holding the port."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the parent's own shutdown still stops us
+        return
+    if os.getppid() != parent:  # it died before the request above took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _listening(host: str, port: int) -> socket.socket:
