@@ -131,9 +131,7 @@ def main() -> None:
                 return function(*a, **k)
 
             def use(handler: Any) -> None:  # the app's order pipeline, with this batch handler
-                app.state.orders_pipeline = orders_pipeline.pipeline_for(
-                    app.state.engine, handler
-                )
+                app.state.orders_pipeline = orders_pipeline.pipeline_for(app.state.engine, handler)
 
             use(lambda _sql, posts: [(True, None) for _ in posts])
             orders_pipeline.run_in_threadpool = inline

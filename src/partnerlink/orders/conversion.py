@@ -1,7 +1,7 @@
 """Conversion class of an order (CONTRACT.md §6), fixed when the order is first stored.
 
 The class is a SQL expression evaluated inside the INSERT of the order itself
-(`queries.INSERT_ORDER`), so that it costs no extra round-trip and is computed
+(`queries.UPSERT_ORDER`), so that it costs no extra round-trip and is computed
 only by the insert that wins when the same order arrives many times at once:
 
 - `anonymous`: the order has neither a usable email nor a usable phone;

@@ -6,9 +6,9 @@ writes every touched page to its log; PostgreSQL pays two round trips and a
 flush): measured with bench/orders_profile.py. Orders therefore wait here, in
 the event loop, in arrival order; at most MAX_DRAINS drains run (never more
 than the pool's connections), and each takes whatever has queued up (up to
-BATCH) into one hop,
-one connection checkout and one transaction (group commit). No order is
-answered before that commit.
+BATCH) into one hop, one connection checkout and one transaction (group
+commit), where a handler does the batch's work (orders: service.accept_orders,
+phase by phase). No order is answered before that commit.
 
 Every order still gets its own answer, and a failing order fails alone: when
 one raises, the batch's transaction is rolled back (nothing of it is kept)
