@@ -226,9 +226,9 @@ class _LookedUp:
             elif fields.phone_number is not None:
                 wanted[_BY_PHONE][(profile_id, fields.phone_number)] = None
         for statement, keys in wanted.items():
-            name = "email" if statement is _BY_EMAIL else "phone_number"
             rows = self.sql.first_rows(
-                statement, [{"profile_id": profile_id, name: value} for profile_id, value in keys]
+                statement,
+                [_lookup_params(statement, profile_id, value) for profile_id, value in keys],
             )
             for (profile_id, value), row in zip(keys, rows, strict=True):
                 self.answers[(statement, profile_id, value)] = _record(row)
@@ -237,9 +237,8 @@ class _LookedUp:
         key = (statement, profile_id, value)
         if key in self.answers:
             return self.answers[key]
-        name = "email" if statement is _BY_EMAIL else "phone_number"
         found = self.answers[key] = _record(
-            self.sql.row(statement, {"profile_id": profile_id, name: value})
+            self.sql.row(statement, _lookup_params(statement, profile_id, value))
         )
         return found
 
@@ -256,6 +255,11 @@ class _LookedUp:
             if row.phone_number is not None:
                 self.answers.pop((_BY_PHONE, profile_id, row.phone_number), None)
                 self.answers.pop((_PHONE_ONLY, profile_id, row.phone_number), None)
+
+
+def _lookup_params(statement: Statement, profile_id: str, value: str) -> dict[str, str]:
+    key = "email" if statement is _BY_EMAIL else "phone_number"
+    return {"profile_id": profile_id, key: value}
 
 
 def _record(row: Any) -> CustomerRecord | None:

@@ -85,15 +85,16 @@ class Sql:
     def _execute(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         if self.postgres:
             values = [params[name] for name in statement.postgresql_names]
-            if self.deferred:
-                with self._with_deferred():
-                    return self.connection.execute(statement.postgresql, values)
-            return self.connection.execute(statement.postgresql, values)
+            with self._with_deferred():
+                return self.connection.execute(statement.postgresql, values)
         return self.connection.execute(statement.sqlite, params)
 
     @contextmanager
     def _with_deferred(self) -> Iterator[None]:
-        """The deferred commands, then what runs inside, in one round trip (pipeline mode)."""
+        """The deferred commands, if any, then what runs inside, in one round trip."""
+        if not self.deferred:
+            yield
+            return
         with self.connection.pipeline():
             for command in self.deferred:
                 self.connection.execute(command)
@@ -119,10 +120,7 @@ class Sql:
         names = statement.postgresql_names
         cursor = self.connection.cursor()
         values = [[params[n] for n in names] for params in many]
-        if self.deferred:
-            with self._with_deferred():
-                cursor.executemany(statement.postgresql, values, returning=True)
-        else:
+        with self._with_deferred():
             cursor.executemany(statement.postgresql, values, returning=True)
         rows = [cursor.fetchone()]
         while cursor.nextset():
@@ -147,6 +145,12 @@ class Sql:
     def json(self, value: Any) -> Any:
         """A JSON column's stored form (SQL NULL for None)."""
         return None if value is None else self._json(value)
+
+    def forget_transaction(self) -> None:
+        """Drops what belonged to one transaction: remembered facts, and deferred commands
+        never sent (nothing ran that they would have applied to)."""
+        self.remembered.clear()
+        self.deferred.clear()
 
     def wait_briefly_for_locks(self) -> None:
         """For the rest of this transaction, give up on a row lock after a few milliseconds.
@@ -214,19 +218,16 @@ def transaction(sql: Sql) -> Iterator[Sql]:
     after its arrival.
     """
     connection = sql.connection
-    sql.remembered.clear()
-    sql.deferred.clear()
+    sql.forget_transaction()
     if not sql.postgres:
         connection.execute("BEGIN IMMEDIATE")
     try:
         yield sql
     except BaseException:
-        sql.remembered.clear()
-        sql.deferred.clear()
+        sql.forget_transaction()
         connection.rollback() if sql.postgres else _sqlite_rollback(connection)
         raise
-    sql.remembered.clear()
-    sql.deferred.clear()  # never sent: nothing ran that they would have applied to
+    sql.forget_transaction()
     if sql.postgres:
         connection.commit()
     else:

@@ -119,7 +119,7 @@ def apply_store_profile_sql(
     if wanted != stored:
         sql.run(_STORE_UPDATE, {**wanted, "store_id": store_id, "now": sql.time(utcnow())})
         sql.remembered.clear()  # store facts read earlier in this transaction are stale now
-    sql.remembered[remembered] = (row[0], *(wanted.get(c, stored[c]) for c in _PROFILE_COLUMNS))
+    sql.remembered[remembered] = (row[0], *(wanted[column] for column in _PROFILE_COLUMNS))
     return profile.storeName, profile.storeCountryCode, bool(row[0])
 
 

@@ -34,12 +34,15 @@ CurrentStore = Annotated[ConnectedStore, Depends(current_store)]
 
 # Documented only (current_store reads it): the legacy way to send the token. New
 # integrations send the Bearer header. Routes add `_legacy_token: LegacyAccessToken = None`.
+_LEGACY_TOKEN_DESCRIPTION = (
+    "Legacy way to send the store access token; use the Authorization header."
+)
 LegacyAccessToken = Annotated[
     str | None,
     Query(
         alias="access_token",
         deprecated=True,
-        description="Legacy way to send the store access token; use the Authorization header.",
+        description=_LEGACY_TOKEN_DESCRIPTION,
     ),
 ]
 
@@ -53,8 +56,7 @@ BEARER_DOCS = {
             "in": "query",
             "required": False,
             "deprecated": True,
-            "description": "Legacy way to send the store access token; use the Authorization "
-            "header.",
+            "description": _LEGACY_TOKEN_DESCRIPTION,
             "schema": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Access Token"},
         }
     ],

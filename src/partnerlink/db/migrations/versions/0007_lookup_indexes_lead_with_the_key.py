@@ -24,48 +24,51 @@ depends_on = None
 
 PHONE_ONLY = sa.text("email IS NULL")
 
+# (table, name before, name after, the key column, unique to phone-only customers)
+_REORDERED = (
+    (
+        "customers",
+        "ix_customers_profile_phone",
+        "ix_customers_phone_profile",
+        "phone_number",
+        False,
+    ),
+    (
+        "customers",
+        "uq_customers_profile_phone_no_email",
+        "uq_customers_phone_no_email",
+        "phone_number",
+        True,
+    ),
+    ("touches", "ix_touches_profile_email", "ix_touches_email_profile", "email", False),
+    ("touches", "ix_touches_profile_phone", "ix_touches_phone_profile", "phone_number", False),
+)
+
 
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.drop_constraint("uq_customers_profile_email", "customers", type_="unique")
-        op.create_unique_constraint(
-            "uq_customers_email_profile", "customers", ["email", "profile_id"]
-        )
-    op.drop_index("ix_customers_profile_phone", table_name="customers")
-    op.create_index("ix_customers_phone_profile", "customers", ["phone_number", "profile_id"])
-    op.drop_index("uq_customers_profile_phone_no_email", table_name="customers")
-    op.create_index(
-        "uq_customers_phone_no_email",
-        "customers",
-        ["phone_number", "profile_id"],
-        unique=True,
-        sqlite_where=PHONE_ONLY,
-        postgresql_where=PHONE_ONLY,
-    )
-    op.drop_index("ix_touches_profile_email", table_name="touches")
-    op.create_index("ix_touches_email_profile", "touches", ["email", "profile_id"])
-    op.drop_index("ix_touches_profile_phone", table_name="touches")
-    op.create_index("ix_touches_phone_profile", "touches", ["phone_number", "profile_id"])
+        _swap_email_constraint("uq_customers_profile_email", "uq_customers_email_profile", True)
+    for table, before, after, key, phone_only in _REORDERED:
+        op.drop_index(before, table_name=table)
+        _create(table, after, [key, "profile_id"], phone_only)
 
 
 def downgrade() -> None:
-    op.drop_index("ix_touches_phone_profile", table_name="touches")
-    op.create_index("ix_touches_profile_phone", "touches", ["profile_id", "phone_number"])
-    op.drop_index("ix_touches_email_profile", table_name="touches")
-    op.create_index("ix_touches_profile_email", "touches", ["profile_id", "email"])
-    op.drop_index("uq_customers_phone_no_email", table_name="customers")
-    op.create_index(
-        "uq_customers_profile_phone_no_email",
-        "customers",
-        ["profile_id", "phone_number"],
-        unique=True,
-        sqlite_where=PHONE_ONLY,
-        postgresql_where=PHONE_ONLY,
-    )
-    op.drop_index("ix_customers_phone_profile", table_name="customers")
-    op.create_index("ix_customers_profile_phone", "customers", ["profile_id", "phone_number"])
+    for table, before, after, key, phone_only in reversed(_REORDERED):
+        op.drop_index(after, table_name=table)
+        _create(table, before, ["profile_id", key], phone_only)
     if op.get_bind().dialect.name == "postgresql":
-        op.drop_constraint("uq_customers_email_profile", "customers", type_="unique")
-        op.create_unique_constraint(
-            "uq_customers_profile_email", "customers", ["profile_id", "email"]
-        )
+        _swap_email_constraint("uq_customers_email_profile", "uq_customers_profile_email", False)
+
+
+def _create(table: str, name: str, columns: list[str], phone_only: bool) -> None:
+    where = PHONE_ONLY if phone_only else None
+    op.create_index(
+        name, table, columns, unique=phone_only, sqlite_where=where, postgresql_where=where
+    )
+
+
+def _swap_email_constraint(before: str, after: str, email_first: bool) -> None:
+    op.drop_constraint(before, "customers", type_="unique")
+    columns = ["email", "profile_id"] if email_first else ["profile_id", "email"]
+    op.create_unique_constraint(after, "customers", columns)
