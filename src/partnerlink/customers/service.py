@@ -218,13 +218,27 @@ class _LookedUp:
         self.answers: dict[tuple[Statement, str, str], CustomerRecord | None] = {}
 
     def read_ahead(self, records: Sequence[tuple[str, CustomerFields]]) -> None:
-        """Reads each record's first look-up (by email, else by phone), one statement a kind."""
+        """Reads the look-ups the records will ask first, one statement a kind: by email
+        (else by phone); then, for an email nobody has, the phone-only look-up that the
+        matching rule asks next (a new customer's), so that one costs no round trip of
+        its own either."""
         wanted: dict[Statement, dict[tuple[str, str], None]] = {_BY_EMAIL: {}, _BY_PHONE: {}}
         for profile_id, fields in records:
             if fields.email is not None:
                 wanted[_BY_EMAIL][(profile_id, fields.email)] = None
             elif fields.phone_number is not None:
                 wanted[_BY_PHONE][(profile_id, fields.phone_number)] = None
+        self._read(wanted)
+        then: dict[tuple[str, str], None] = {
+            (profile_id, fields.phone_number): None
+            for profile_id, fields in records
+            if fields.email is not None
+            and fields.phone_number is not None
+            and self.answers[(_BY_EMAIL, profile_id, fields.email)] is None
+        }
+        self._read({_PHONE_ONLY: then})
+
+    def _read(self, wanted: dict[Statement, dict[tuple[str, str], None]]) -> None:
         for statement, keys in wanted.items():
             rows = self.sql.first_rows(
                 statement,

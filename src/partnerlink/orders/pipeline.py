@@ -40,11 +40,15 @@ log = logging.getLogger("partnerlink.orders")
 
 # A batch of 64 takes ~20 ms of database work: group commit with p99 well under 100 ms.
 BATCH = 64
-# Batches in flight per server process. More only add GIL hand-offs between threads and
-# row-lock conflicts between batch transactions, and make each batch smaller: measured on
-# PostgreSQL with bench/orders.py, 20 drains ~450 orders/s, 2 drains ~620, 1 drain ~550
-# (one drain also stalls the process whenever its batch waits on a lock).
-MAX_DRAINS = 2
+# Batches in flight per server process. One: a second only adds GIL hand-offs between
+# threads, row-lock conflicts between batch transactions and round trips (each batch half
+# the size, every round trip paid twice). Measured on PostgreSQL with bench/orders.py on
+# this 2-core machine, where a round trip costs ~200 us of CPU (client and server): one
+# drain 909 orders/s at 32 connections and 978-989 at 64, two drains 762 and 830-934.
+# Earlier, on a faster machine and before batches worked phase by phase, two had measured
+# best (620 orders/s against 550), as one stalled the process while its batch waited on a
+# lock; a batch now gives up on a lock after LOCK_WAIT_MS.
+MAX_DRAINS = 1
 
 Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
 # Does a batch's work inside its transaction: an outcome per item, in order. Raising
