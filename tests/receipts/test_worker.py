@@ -110,3 +110,30 @@ def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
         assert base <= delay <= base * 1.25
     assert backoff_seconds(40) <= BACKOFF_CAP_SECONDS * 1.25
     assert backoff_seconds(1, retry_after=90) == 90
+
+
+def test_one_run_records_a_batch_of_outbox_messages_each_once(
+    client: TestClient,
+    shop: ConnectedStoreFixture,
+    session: Session,
+    app: Any,
+    settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for order_id in ("B-1", "B-2", "B-3"):
+        post(client, shop.auth, order_body(order_id))
+    with caplog.at_level(logging.INFO, logger="partnerlink.receipts"):
+        assert send_due_receipts(app.state.sessionmaker, settings) == 3
+        assert send_due_receipts(app.state.sessionmaker, settings) == 0
+    session.expire_all()
+    sent = receipts(session)
+    assert [r.status for r in sent] == ["sent"] * 3
+    # The message id the outbox gives, written by the claiming statement itself.
+    assert [r.provider_message_id for r in sent] == [f"outbox-{r.id}" for r in sent]
+    assert all(r.attempts == 1 and r.lease_until is None and r.sent_at for r in sent)
+    assert all("?k=" in r.link and "[redacted]" not in r.link for r in sent)  # kept whole
+    assert [caplog.text.count(f"order {order_id} ") for order_id in ("B-1", "B-2", "B-3")] == [
+        1,
+        1,
+        1,
+    ]

@@ -39,7 +39,6 @@ class Message:
 
 class SmsProvider(Protocol):
     name: str
-    instant: bool  # records rather than sends: outcomes may be written a batch at a time
 
     def send(self, message: Message) -> Delivery: ...
 
@@ -57,7 +56,9 @@ class OutboxProvider:
     """Records instead of sending: `partnerlink sms list` shows the messages."""
 
     name = "outbox"
-    instant = True
+    # Its message ids are this and the receipt's id: the worker writes them in SQL as it
+    # claims and marks the receipts sent in one statement (receipts/tasks.py).
+    message_id_prefix = "outbox-"
 
     def send(self, message: Message) -> Delivery:
         # The link carries the receipt key: log the order and a masked number, never the body.
@@ -66,7 +67,7 @@ class OutboxProvider:
             message.order_id,
             mask_phone(message.to),
         )
-        return Delivery("sent", message_id=f"outbox-{message.receipt_id}")
+        return Delivery("sent", message_id=f"{self.message_id_prefix}{message.receipt_id}")
 
     def close(self) -> None:
         pass
@@ -76,7 +77,6 @@ class TwilioProvider:
     """POST /2010-04-01/Accounts/{Sid}/Messages.json, form-encoded, HTTP basic auth."""
 
     name = "twilio"
-    instant = False
 
     def __init__(self, settings: Settings, client: httpx.Client | None = None) -> None:
         self.account_sid = settings.twilio_account_sid or ""
