@@ -62,3 +62,47 @@ def test_new_customers_and_a_phone_only_take_over_need_no_single_look_up(
     assert created is not None and created.id != phone_only.id
     assert again is not None and again.id == phone_only.id and again.first_name == "Ann"
     assert [s for s in sql.alone if s in LOOK_UPS] == []
+
+
+def test_unrelated_newcomers_are_created_together_and_shared_keys_one_after_another(
+    session: Session,
+) -> None:
+    pid = create_profile(session, create_merchant_account(session)).id
+    sql = _recording(session)
+    batch = [
+        (pid, normalize_fields(default_region="US", email="c@x.com", phone_number="+14155550103")),
+        (pid, normalize_fields(default_region="US", email="d@x.com", phone_number=None)),
+        (pid, normalize_fields(default_region="US", email=None, phone_number="+14155550104")),
+        # Two records of one new customer: the first creates it, the second matches it.
+        (pid, normalize_fields(default_region="US", email="e@x.com", phone_number="+14155550105")),
+        (pid, normalize_fields(default_region="US", email="e@x.com", phone_number=None)),
+    ]
+    c, d, phone, e_first, e_again = service.resolve_customers(sql, batch)
+
+    assert c is not None and (c.email, c.phone_number) == ("c@x.com", "+14155550103")
+    assert d is not None and d.email == "d@x.com"
+    assert phone is not None and (phone.email, phone.phone_number) == (None, "+14155550104")
+    assert e_first is not None and e_again is not None and e_first.id == e_again.id
+    assert len({c.id, d.id, phone.id, e_first.id}) == 4
+    # The three unrelated newcomers went in one statement batch; only "e" was made alone.
+    assert sql.alone.count(service._INSERT) == 1
+    assert [s for s in sql.alone if s in LOOK_UPS] == []
+
+
+def test_a_newcomer_made_meanwhile_by_another_transaction_is_matched_not_duplicated(
+    session: Session,
+) -> None:
+    pid = create_profile(session, create_merchant_account(session)).id
+    fields = normalize_fields(default_region="US", email="f@x.com", phone_number="+14155550106")
+    sql = Sql.of_session(session)
+    looked_up = service._LookedUp(sql)
+    looked_up.read_ahead([(pid, fields)])  # nobody has f@x.com yet...
+    winner = service.resolve_customers(sql, [(pid, fields)])[0]  # ...then someone makes it
+    assert winner is not None
+
+    # The stale answers still say "nobody": the insert finds the winner's row, and the
+    # matching rule takes over from there.
+    created = service._create_newcomers(sql, [(pid, fields)], looked_up)
+    assert created == {}
+    again = service.upsert_customer(sql, profile_id=pid, fields=fields, looked_up=looked_up)
+    assert again == (winner, "unchanged")
