@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from partnerlink.db.raw import LOCK_WAIT_MS, Statement, checkout, transaction
+from partnerlink.db.raw import LOCK_WAIT_MS, HeldConnection, Statement, checkout, transaction
 
 ECHO = Statement("SELECT :n * 10")
 
@@ -38,3 +38,17 @@ def test_a_batch_gives_up_on_locks_quickly_from_its_first_statement(app: FastAPI
         if sql.postgres:
             with transaction(sql):  # SET LOCAL: the next transaction waits as configured
                 assert sql.row(Statement("SELECT current_setting('lock_timeout')"), {}) == ("0",)
+
+
+def test_a_closed_connection_is_seen_and_dropped_from_the_pool(app: FastAPI) -> None:
+    engine = app.state.engine
+    held = HeldConnection(engine)
+    sql = held.sql()
+    assert not sql.closed()
+    sql.connection.close()  # as the driver leaves it when the server goes away
+    assert sql.closed()
+    held.release_if_broken()
+    fresh = held.sql()
+    assert fresh.connection is not sql.connection and not fresh.closed()
+    assert fresh.row(ECHO, {"n": 4}) == (40,)
+    held.release()

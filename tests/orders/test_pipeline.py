@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import QueuePool
 
 from partnerlink.db.engine import make_engine
@@ -136,3 +136,54 @@ def test_a_failing_order_fails_alone_and_keeps_nothing(engine: Engine) -> None:
     finally:
         pooled.close()
     assert [n for (n,) in rows] == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+
+
+def test_batches_that_follow_each_other_keep_one_connection(engine: Engine) -> None:
+    connections: set[int] = set()
+    checkouts: list[object] = []
+    event.listen(engine, "checkout", lambda *_: checkouts.append(None))
+
+    def job(sql: Sql) -> None:
+        connections.add(id(sql.connection))
+
+    async def main() -> None:
+        pipeline = Pipeline(engine, slots=1)
+        await asyncio.gather(*(pipeline.run(job) for _ in range(3 * BATCH)))  # three batches
+        for _ in range(100):  # let the drain finish after answering
+            if not pipeline.drains:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    pool: QueuePool = engine.pool  # type: ignore[assignment]
+    assert len(connections) == 1 and len(checkouts) == 1  # one pre-ping, not one a batch
+    assert pool.checkedout() == 0  # given back once the queue was empty
+
+
+def test_a_connection_that_broke_is_dropped_and_the_next_batch_takes_another(
+    engine: Engine,
+) -> None:
+    ten = Statement("SELECT :n * 10")
+    in_flight = threading.Event()
+
+    def breaks(sql: Sql) -> None:
+        in_flight.set()
+        threading.Event().wait(0.05)  # long enough for the next order to queue behind it
+        sql.connection.close()  # as a server that went away leaves it
+        sql.row(ten, {"n": 1})
+
+    def works(sql: Sql) -> int:
+        result: int = sql.row(ten, {"n": 2})[0]
+        return result
+
+    async def main() -> tuple[list[object], object]:
+        pipeline = Pipeline(engine, slots=1)
+        broken = asyncio.ensure_future(pipeline.run(breaks))
+        while not in_flight.is_set():
+            await asyncio.sleep(0.001)
+        later = await pipeline.run(works)  # the same drain's next batch
+        return await asyncio.gather(broken, return_exceptions=True), later
+
+    (broken,), later = asyncio.run(main())
+    assert isinstance(broken, Exception)
+    assert later == 20

@@ -146,6 +146,16 @@ class Sql:
         """A JSON column's stored form (SQL NULL for None)."""
         return None if value is None else self._json(value)
 
+    def closed(self) -> bool:
+        """Whether the driver has closed the connection (server gone, fatal error, close())."""
+        if self.postgres:
+            return bool(self.connection.closed)
+        try:
+            self.connection.in_transaction  # noqa: B018 - sqlite3 refuses it once closed
+        except self.errors.ProgrammingError:
+            return True
+        return False
+
     def forget_transaction(self) -> None:
         """Drops what belonged to one transaction: remembered facts, and deferred commands
         never sent (nothing ran that they would have applied to)."""
@@ -193,14 +203,49 @@ def as_sql(db: Session | Sql) -> Sql:
     return db if isinstance(db, Sql) else Sql.of_session(db)
 
 
+class HeldConnection:
+    """A pooled connection taken on first use and kept until `release`, for units of work
+    that follow each other closely (the order pipeline's batches): each checkout costs
+    the pool's pre-ping, a round trip to PostgreSQL."""
+
+    __slots__ = ("_pooled", "_sql", "engine")
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._pooled: Any = None
+        self._sql: Sql | None = None
+
+    def sql(self) -> Sql:
+        if self._sql is None:
+            self._pooled = self.engine.raw_connection()
+            dialect = self.engine.dialect
+            self._sql = Sql(self._pooled.driver_connection, dialect.name, dialect.loaded_dbapi)
+        return self._sql
+
+    def release(self) -> None:
+        """Back to the pool (which rolls back anything left open); a connection the driver
+        has closed (server gone, fatal error) is dropped, and the next use takes another."""
+        pooled, sql = self._pooled, self._sql
+        self._pooled = self._sql = None
+        if pooled is None or sql is None:
+            return
+        if sql.closed():
+            pooled.invalidate()
+        pooled.close()
+
+    def release_if_broken(self) -> None:
+        if self._sql is not None and self._sql.closed():
+            self.release()
+
+
 @contextmanager
 def checkout(engine: Engine) -> Iterator[Sql]:
     """A pooled connection for several transactions in a row (see `transaction`)."""
-    pooled = engine.raw_connection()
+    held = HeldConnection(engine)
     try:
-        yield Sql(pooled.driver_connection, engine.dialect.name, engine.dialect.loaded_dbapi)
+        yield held.sql()
     finally:
-        pooled.close()  # back to the pool, which rolls back anything left open
+        held.release()
 
 
 @contextmanager

@@ -6,9 +6,11 @@ writes every touched page to its log; PostgreSQL pays two round trips and a
 flush): measured with bench/orders_profile.py. Orders therefore wait here, in
 the event loop, in arrival order; at most MAX_DRAINS drains run (never more
 than the pool's connections), and each takes whatever has queued up (up to
-BATCH) into one hop, one connection checkout and one transaction (group
-commit), where a handler does the batch's work (orders: service.accept_orders,
-phase by phase). No order is answered before that commit.
+BATCH) into one hop and one transaction (group commit), where a handler does
+the batch's work (orders: service.accept_orders, phase by phase). No order is
+answered before that commit. A drain keeps its connection from one batch to
+the next while orders keep coming (a checkout costs the pool's pre-ping, a
+round trip), and gives it back when the queue is empty.
 
 Every order still gets its own answer, and a failing order fails alone: when
 one raises, the batch's transaction is rolled back (nothing of it is kept)
@@ -33,7 +35,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
-from partnerlink.db.raw import Sql, checkout, transaction
+from partnerlink.db.raw import HeldConnection, Sql, transaction
 from partnerlink.orders.service import ServiceBusy
 
 log = logging.getLogger("partnerlink.orders")
@@ -87,45 +89,53 @@ class Pipeline:
         self._start_drain()  # whatever queued while the last batch was finishing
 
     async def _drain(self) -> None:
-        while self.queue:
-            batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
-            try:
-                outcomes = await run_in_threadpool(
-                    _run_all, self.engine, self.handler, [item for item, _ in batch]
-                )
-            except BaseException as error:  # cancelled at shutdown: no request waits forever
-                for _item, future in batch:
-                    if future.done():
+        # One connection for the batches that follow each other while orders keep coming.
+        held = HeldConnection(self.engine)
+        try:
+            while self.queue:
+                batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+                try:
+                    outcomes = await run_in_threadpool(
+                        _run_all, held, self.handler, [item for item, _ in batch]
+                    )
+                except BaseException as error:  # cancelled at shutdown: no request waits forever
+                    for _item, future in batch:
+                        if future.done():
+                            continue
+                        if isinstance(error, asyncio.CancelledError):
+                            future.cancel()
+                        else:
+                            future.set_exception(error)
+                    raise
+                for (_item, future), (ok, value) in zip(batch, outcomes, strict=True):
+                    if future.done():  # the client went away; the order was still stored
                         continue
-                    if isinstance(error, asyncio.CancelledError):
-                        future.cancel()
+                    if ok:
+                        future.set_result(value)
                     else:
-                        future.set_exception(error)
-                raise
-            for (_item, future), (ok, value) in zip(batch, outcomes, strict=True):
-                if future.done():  # the client went away; the order was still stored
-                    continue
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
+                        future.set_exception(value)
+        finally:
+            # No transaction is open here: giving the connection back makes no round trip.
+            held.release()
 
 
-def _run_all(engine: Engine, handler: Handler, items: list[Any]) -> list[Outcome]:
+def _run_all(held: HeldConnection, handler: Handler, items: list[Any]) -> list[Outcome]:
     try:
-        with checkout(engine) as sql:
-            try:
-                with transaction(sql):
-                    sql.wait_briefly_for_locks()
-                    return handler(sql, items)
-            except sql.errors.OperationalError as error:
-                if not sql.is_lock_conflict(error):
-                    return _refused(len(items), error)
-                return [_alone(sql, handler, item) for item in items]  # they may wait their turn
-            except Exception:
-                return [_alone(sql, handler, item) for item in items]
+        sql = held.sql()
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
         return _refused(len(items), error)
+    try:
+        with transaction(sql):
+            sql.wait_briefly_for_locks()
+            return handler(sql, items)
+    except sql.errors.OperationalError as error:
+        if not sql.is_lock_conflict(error):
+            return _refused(len(items), error)
+        return [_alone(sql, handler, item) for item in items]  # they may wait their turn
+    except Exception:
+        return [_alone(sql, handler, item) for item in items]
+    finally:
+        held.release_if_broken()  # the server went away: the next batch takes another
 
 
 def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
