@@ -8,9 +8,10 @@ the event loop, in arrival order; at most MAX_DRAINS drains run (never more
 than the pool's connections), and each takes whatever has queued up (up to
 BATCH) into one hop and one transaction (group commit), where a handler does
 the batch's work (orders: service.accept_orders, phase by phase). No order is
-answered before that commit. A drain keeps its connection from one batch to
-the next while orders keep coming (a checkout costs the pool's pre-ping, a
-round trip), and gives it back when the queue is empty.
+answered before that commit. Where the pool has connections to spare
+(PostgreSQL), a drain keeps its connection from one batch to the next while
+orders keep coming (a checkout costs the pool's pre-ping, a round trip), and
+gives it back when the queue is empty.
 
 Every order still gets its own answer, and a failing order fails alone: when
 one raises, the batch's transaction is rolled back (nothing of it is kept)
@@ -68,6 +69,11 @@ class Pipeline:
         self.engine = engine
         self.slots = max(1, slots)
         self.handler = handler
+        # A drain keeps its connection between batches only when the pool has more than the
+        # drains take: SQLite's single connection goes back after every batch, so that
+        # requests and the worker, which share it, are never starved by a stream of orders.
+        pool: Any = engine.pool
+        self.keep_connection = (pool.size() if hasattr(pool, "size") else 1) > self.slots
         self.queue: deque[tuple[Any, asyncio.Future[Any]]] = deque()
         self.drains: set[asyncio.Task[None]] = set()  # referenced, so never collected mid-run
 
@@ -114,6 +120,8 @@ class Pipeline:
                         future.set_result(value)
                     else:
                         future.set_exception(value)
+                if not self.keep_connection:
+                    held.release()  # no transaction is open: no round trip
         finally:
             # No transaction is open here: giving the connection back makes no round trip.
             held.release()
