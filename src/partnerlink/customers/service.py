@@ -265,47 +265,30 @@ class _LookedUp:
         self.answers: dict[tuple[Statement, str, str], CustomerRecord | None] = {}
 
     def read_ahead(self, records: Sequence[tuple[str, CustomerFields]]) -> None:
-        """Reads the look-ups the records will ask first, one statement a kind: by email
-        (else by phone); then, for an email nobody has, the phone-only look-up that the
-        matching rule asks next (a new customer's), so that one costs no round trip of
-        its own either."""
-        wanted: dict[Statement, dict[tuple[str, str], None]] = {_BY_EMAIL: {}, _BY_PHONE: {}}
-        for profile_id, fields in records:
-            if fields.email is not None:
-                wanted[_BY_EMAIL][(profile_id, fields.email)] = None
-            elif fields.phone_number is not None:
-                wanted[_BY_PHONE][(profile_id, fields.phone_number)] = None
-        self._read(wanted)
-        then: dict[tuple[str, str], None] = {
-            (profile_id, fields.phone_number): None
-            for profile_id, fields in records
-            if fields.email is not None
-            and fields.phone_number is not None
-            and self.answers[(_BY_EMAIL, profile_id, fields.email)] is None
-        }
-        self._read({_PHONE_ONLY: then})
-
-    def _read(self, wanted: dict[Statement, dict[tuple[str, str], None]]) -> None:
-        for statement, keys in wanted.items():
-            rows = self.sql.first_rows(
-                statement,
-                [_lookup_params(statement, profile_id, value) for profile_id, value in keys],
-            )
-            for (profile_id, value), row in zip(keys, rows, strict=True):
-                self.answers[(statement, profile_id, value)] = _record(row)
+        """Reads the look-ups the records will ask, step by step (`_rule_lookups`), one
+        statement a kind per step: each record's first, then, where that found no one, its
+        next (a new customer's phone-only look-up), so none costs a round trip of its own."""
+        pending = [asked for asked in (_rule_lookups(*record) for record in records) if asked]
+        while pending:
+            wanted: dict[Statement, dict[tuple[str, str], None]] = {}
+            for statement, profile_id, value in (asked[0] for asked in pending):
+                wanted.setdefault(statement, {})[(profile_id, value)] = None
+            for statement, keys in wanted.items():
+                rows = self.sql.first_rows(
+                    statement,
+                    [_lookup_params(statement, profile_id, value) for profile_id, value in keys],
+                )
+                for (profile_id, value), row in zip(keys, rows, strict=True):
+                    self.answers[(statement, profile_id, value)] = _record(row)
+            pending = [
+                asked[1:] for asked in pending if asked[1:] and self.answers[asked[0]] is None
+            ]
 
     def matches_nobody(self, profile_id: str, fields: CustomerFields) -> bool:
         """Whether the answers read ahead say the matching rule will create this record's
         customer (every look-up it would ask was read, and found no one)."""
-        if fields.email is not None:
-            asked = [(_BY_EMAIL, profile_id, fields.email)]
-            if fields.phone_number is not None:
-                asked.append((_PHONE_ONLY, profile_id, fields.phone_number))
-        elif fields.phone_number is not None:
-            asked = [(_BY_PHONE, profile_id, fields.phone_number)]
-        else:
-            return False
-        return all(self.answers.get(key, _UNREAD) is None for key in asked)
+        asked = _rule_lookups(profile_id, fields)
+        return bool(asked) and all(self.answers.get(key, _UNREAD) is None for key in asked)
 
     def find(self, statement: Statement, profile_id: str, value: str) -> CustomerRecord | None:
         key = (statement, profile_id, value)
@@ -340,16 +323,28 @@ def _record(row: Any) -> CustomerRecord | None:
     return None if row is None else CustomerRecord(*row)
 
 
+def _rule_lookups(profile_id: str, fields: CustomerFields) -> list[tuple[Statement, str, str]]:
+    """The matching rule's look-ups for a record, in the order it asks them, each asked
+    only when those before it found no one: by email, then the phone-only customer with
+    its phone; without an email, by phone."""
+    if fields.email is None:
+        if fields.phone_number is None:
+            return []
+        return [(_BY_PHONE, profile_id, fields.phone_number)]
+    asked = [(_BY_EMAIL, profile_id, fields.email)]
+    if fields.phone_number is not None:
+        asked.append((_PHONE_ONLY, profile_id, fields.phone_number))
+    return asked
+
+
 def _find_match(
     looked_up: _LookedUp, *, profile_id: str, fields: CustomerFields
 ) -> CustomerRecord | None:
-    if fields.email is not None:
-        found = looked_up.find(_BY_EMAIL, profile_id, fields.email)
-        if found is not None or fields.phone_number is None:
+    for key in _rule_lookups(profile_id, fields):
+        found = looked_up.find(*key)
+        if found is not None:
             return found
-        return looked_up.find(_PHONE_ONLY, profile_id, fields.phone_number)
-    assert fields.phone_number is not None
-    return looked_up.find(_BY_PHONE, profile_id, fields.phone_number)
+    return None
 
 
 def _merge(sql: Sql, customer: CustomerRecord, fields: CustomerFields) -> CustomerRecord | None:

@@ -121,7 +121,7 @@ class Pipeline:
                     else:
                         future.set_exception(value)
                 if not self.keep_connection:
-                    held.release()  # no transaction is open: no round trip
+                    held.release()  # SQLite: back for requests and the worker at once
         finally:
             # No transaction is open here: giving the connection back makes no round trip.
             held.release()
