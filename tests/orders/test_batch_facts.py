@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder, accept_orders
 from partnerlink.problems import InvalidToken
 from partnerlink.receipts.models import Receipt
+from partnerlink.stores import service as store_service
+from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
 from tests.factories import ConnectedStoreFixture
@@ -79,3 +84,54 @@ def test_one_token_serves_every_order_of_a_batch(
     session.close()
     results = run_batch(app, shop.access_token, [order_body(f"C-{n}") for n in range(count)])
     assert all(isinstance(result, StoredOrder) and result.order_pk for result in results)
+
+
+class CountingSql(Sql):
+    """The real Sql on the pipeline's connection, noting every statement it runs."""
+
+    __slots__ = ("ran",)
+
+    def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
+        self.ran.append(statement)
+        return super().row(statement, params)
+
+    def first_rows(self, statement: Statement, many: Sequence[Mapping[str, Any]]) -> list[Any]:
+        self.ran.append(statement)
+        return super().first_rows(statement, many)
+
+    def run(self, statement: Statement, params: Mapping[str, Any]) -> int:
+        self.ran.append(statement)
+        return super().run(statement, params)
+
+
+def test_a_batch_reads_its_store_with_its_token(
+    app: FastAPI, session: Session, shop: ConnectedStoreFixture
+) -> None:
+    """Orders carrying store snapshots cost no read of the store besides the token's."""
+    store_id = shop.store.id
+    session.close()
+    settings = app.state.settings
+    ran: list[Statement] = []
+
+    def counting(sql: Sql, posts: list[OrderPost]) -> list[tuple[bool, Any]]:
+        dialect = "postgresql" if sql.postgres else "sqlite"
+        recording = CountingSql(sql.connection, dialect, sql.errors)
+        recording.ran = ran
+        return accept_orders(recording, posts, settings=settings)
+
+    renamed = {"storeName": "Renamed Bistro", "storeAddress": "1 Main St", "storeCountryCode": "US"}
+    bodies = [order_body("D-1", store=renamed), order_body("D-2", store=renamed)]
+
+    async def main() -> list[object]:
+        pipeline = Pipeline(app.state.engine, slots=1, handler=counting)
+        posts = [
+            OrderPost(token=shop.access_token, order=OrderIn.model_validate(b)) for b in bodies
+        ]
+        return await asyncio.gather(*(pipeline.run(post) for post in posts), return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert all(isinstance(result, StoredOrder) for result in results), results
+    assert store_service._STORE_NOW not in ran
+    assert ran.count(store_service._STORE_UPDATE) == 1  # the change, written once
+    with app.state.sessionmaker() as check:
+        assert check.scalar(select(Store.name).where(Store.id == store_id)) == "Renamed Bistro"

@@ -72,7 +72,8 @@ def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfil
     return store
 
 
-_PROFILE_COLUMNS = (
+# The columns a store snapshot (PUT /v1/stores, an order's `store`) writes.
+STORE_PROFILE_COLUMNS = (
     "name",
     "address",
     "country_code",
@@ -83,11 +84,11 @@ _PROFILE_COLUMNS = (
     "phone_number",
 )
 _STORE_NOW = Statement(
-    f"SELECT green_invoices, {', '.join(_PROFILE_COLUMNS)} FROM stores WHERE id = :store_id"
+    f"SELECT green_invoices, {', '.join(STORE_PROFILE_COLUMNS)} FROM stores WHERE id = :store_id"
 )
 _STORE_UPDATE = Statement(
     "UPDATE stores SET "
-    + ", ".join(f"{column} = :{column}" for column in _PROFILE_COLUMNS)
+    + ", ".join(f"{column} = :{column}" for column in STORE_PROFILE_COLUMNS)
     + ", updated_at = :now WHERE id = :store_id"
 )
 
@@ -101,15 +102,16 @@ def apply_store_profile_sql(
     snapshot with every order, and an UPDATE would lock the store's row until
     the commit, queueing every other order of the store behind it.
     """
-    # Read once per transaction (`Sql.remembered`): a batch of orders that all carry the
-    # same snapshot reads the store once and writes it at most once.
-    remembered = ("store profile", store_id)
+    # Read once per transaction (`Sql.remembered`), with the access token when it was
+    # authenticated in it (`remember_store`): a batch of orders that all carry the same
+    # snapshot reads the store at most once and writes it at most once.
+    remembered = _remembered_store(store_id)
     row = sql.remembered.get(remembered)
     if row is None:
         row = sql.row(_STORE_NOW, {"store_id": store_id})
         if row is None:
             raise InvalidToken()  # deleted between authentication and now
-    stored = dict(zip(_PROFILE_COLUMNS, row[1:], strict=True))
+    stored = dict(zip(STORE_PROFILE_COLUMNS, row[1:], strict=True))
     values = profile_values(
         profile, stored_currency=stored["currency"], stored_country=stored["country_code"]
     )
@@ -119,8 +121,18 @@ def apply_store_profile_sql(
     if wanted != stored:
         sql.run(_STORE_UPDATE, {**wanted, "store_id": store_id, "now": sql.time(utcnow())})
         sql.remembered.clear()  # store facts read earlier in this transaction are stale now
-    sql.remembered[remembered] = (row[0], *(wanted[column] for column in _PROFILE_COLUMNS))
+    sql.remembered[remembered] = (row[0], *(wanted[column] for column in STORE_PROFILE_COLUMNS))
     return profile.storeName, profile.storeCountryCode, bool(row[0])
+
+
+def _remembered_store(store_id: str) -> tuple[str, str]:
+    return ("store profile", store_id)
+
+
+def remember_store(sql: Sql, store_id: str, row: tuple[Any, ...]) -> None:
+    """Keeps the store's row as read in this transaction, (green_invoices, *STORE_PROFILE_COLUMNS),
+    so that applying a snapshot later in it needs no read of its own."""
+    sql.remembered.setdefault(_remembered_store(store_id), row)
 
 
 def store_response(store: Store) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from partnerlink.security.secrets import (
     mint,
 )
 from partnerlink.stores.models import Store
+from partnerlink.stores.service import STORE_PROFILE_COLUMNS, remember_store
 from partnerlink.tokens.models import Connection, Token
 
 
@@ -109,11 +110,13 @@ def _live_token(session: Session, value: str, kind: str) -> tuple[Token, Connect
 
 # One round-trip per data request: token, connection and store in one statement, with
 # revocation and expiry checked by the database (the ORM version cost about as much
-# as the order it authenticated).
+# as the order it authenticated). The store's whole profile comes along: an order's store
+# snapshot is compared with it (stores.service.remember_store), so a batch of orders
+# reads its store with its token.
 _ACCESS_LOOKUP = Statement(
-    "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.name, s.country_code,"
-    " s.green_invoices"
-    " FROM tokens t JOIN connections c ON c.id = t.connection_id"
+    "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, "
+    + ", ".join(f"s.{column}" for column in STORE_PROFILE_COLUMNS)
+    + " FROM tokens t JOIN connections c ON c.id = t.connection_id"
     " JOIN stores s ON s.id = c.store_id"
     " WHERE t.token_hash = :token_hash AND t.kind = 'access' AND c.revoked_at IS NULL"
     " AND (t.expires_at IS NULL OR t.expires_at > :now)"
@@ -143,15 +146,17 @@ def authenticate_access_token_sql(sql: Sql, value: str) -> ConnectedStore:
     row = sql.row(_ACCESS_LOOKUP, {"token_hash": token_hash, "now": sql.time(utcnow())})
     if row is None:
         raise InvalidToken()
+    store = dict(zip(STORE_PROFILE_COLUMNS, row[5:], strict=True))
     found = sql.remembered[("access token", token_hash)] = ConnectedStore(
         store_id=row[1],
         profile_id=row[3],
         partner_id=row[2],
         connection_id=row[0],
-        store_name=row[4],
-        store_country_code=row[5],
-        green_invoices=bool(row[6]),
+        store_name=store["name"],
+        store_country_code=store["country_code"],
+        green_invoices=bool(row[4]),
     )
+    remember_store(sql, row[1], tuple(row[4:]))
     return found
 
 
