@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -31,3 +34,28 @@ def fresh_database(url: str | None, workdir: Path) -> tuple[str, Callable[[], No
         admin.dispose()
 
     return server.set(database=name).render_as_string(hide_password=False), drop
+
+
+@contextmanager
+def app_with_store(url: str | None, prefix: str) -> Iterator[tuple[Any, Any, str]]:
+    """The real application, in process, on a fresh migrated database (dropped afterwards,
+    with its temporary directory), with a connected store that has e-receipts on:
+    (app, settings, its access token)."""
+    from tests.factories import create_connected_store
+
+    from partnerlink.app import create_app
+    from partnerlink.db.migrate import upgrade
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        database_url, drop = fresh_database(url, Path(tmp))
+        try:
+            settings = Settings(
+                database_url=database_url, secret_key="bench", data_dir=Path(tmp), run_worker=False
+            )
+            upgrade(settings.database_url)
+            app = create_app(settings)
+            with app.state.sessionmaker() as session:
+                token = create_connected_store(session, green_invoices=True).access_token
+            yield app, settings, token
+        finally:
+            drop()

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -33,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchdb import fresh_database  # bench/benchdb.py
+from benchdb import app_with_store  # bench/benchdb.py
 from orders import workload  # bench/orders.py
 
 
@@ -78,66 +77,48 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
 
-    from tests.factories import create_connected_store
-
-    from partnerlink.app import create_app
-    from partnerlink.db.migrate import upgrade
     from partnerlink.db.raw import HeldConnection, transaction
     from partnerlink.orders import queries
     from partnerlink.orders.pipeline import _run_all
     from partnerlink.orders.schemas import OrderIn
     from partnerlink.orders.service import OrderPost, _columns, accept_orders
-    from partnerlink.settings import Settings
     from partnerlink.tokens.service import authenticate_access_token_sql
 
     rows: list[tuple[int, tuple[float, float], tuple[float, float]]] = []
-    with tempfile.TemporaryDirectory(prefix="plk-batches-") as tmp:
-        url, drop = fresh_database(args.database_url, Path(tmp))
-        try:
-            settings = Settings(
-                database_url=url, secret_key="bench", data_dir=Path(tmp), run_worker=False
-            )
-            upgrade(settings.database_url)
-            app = create_app(settings)
-            with app.state.sessionmaker() as session:
-                token = create_connected_store(session, green_invoices=True).access_token
-            handler = partial(accept_orders, settings=settings)
-            held = HeldConnection(app.state.engine)
-            sql = held.sql()
-            server = server_cpu(sql)
+    with app_with_store(args.database_url, "plk-batches-") as (app, settings, token):
+        handler = partial(accept_orders, settings=settings)
+        held = HeldConnection(app.state.engine)
+        sql = held.sql()
+        server = server_cpu(sql)
+        with transaction(sql):
+            caller = authenticate_access_token_sql(sql, token)
+
+        def unit_of_work(batch: list[OrderPost]) -> None:
+            _run_all(held, handler, batch)
+
+        def order_rows_only(batch: list[OrderPost]) -> None:
             with transaction(sql):
-                caller = authenticate_access_token_sql(sql, token)
-
-            def unit_of_work(batch: list[OrderPost]) -> None:
-                _run_all(held, handler, batch)
-
-            def order_rows_only(batch: list[OrderPost]) -> None:
-                with transaction(sql):
-                    columns = [
-                        _columns(sql, post.order, caller=caller, customer=None, settings=settings)
-                        for post in batch
-                    ]
-                    sql.first_rows(queries.UPSERT_ORDER, columns)
-
-            for size in sizes:
-                # Orders of their own for each size (a re-send would update instead).
-                bodies = workload(3 * args.orders)
-                for body in bodies:
-                    body["orderId"] = f"{size}-{body['orderId']}"
-                posts = [
-                    OrderPost(token, OrderIn.model_validate_json(json.dumps(b))) for b in bodies
+                columns = [
+                    _columns(sql, post.order, caller=caller, customer=None, settings=settings)
+                    for post in batch
                 ]
-                batches = [posts[i : i + size] for i in range(0, len(posts), size)]
-                third = len(batches) // 3
-                measure(batches[:third], unit_of_work, server)  # warm: caches, customers
-                full = measure(batches[third : 2 * third], unit_of_work, server)
-                ceiling = measure(batches[2 * third :], order_rows_only, server)
-                rows.append((size, full, ceiling))
-            held.release()
-        finally:
-            drop()
+                sql.first_rows(queries.UPSERT_ORDER, columns)
 
-    kind = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+        for size in sizes:
+            # Orders of their own for each size (a re-send would update instead).
+            bodies = workload(3 * args.orders)
+            for body in bodies:
+                body["orderId"] = f"{size}-{body['orderId']}"
+            posts = [OrderPost(token, OrderIn.model_validate_json(json.dumps(b))) for b in bodies]
+            batches = [posts[i : i + size] for i in range(0, len(posts), size)]
+            third = len(batches) // 3
+            measure(batches[:third], unit_of_work, server)  # warm: caches, customers
+            full = measure(batches[third : 2 * third], unit_of_work, server)
+            ceiling = measure(batches[2 * third :], order_rows_only, server)
+            rows.append((size, full, ceiling))
+        held.release()
+
+    kind = "PostgreSQL" if args.database_url else "SQLite"
     server_note = (
         "its PostgreSQL process" if kind == "PostgreSQL" else "none, SQLite runs in process"
     )

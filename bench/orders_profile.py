@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchdb import fresh_database  # bench/benchdb.py
+from benchdb import app_with_store  # bench/benchdb.py
 from orders import workload  # bench/orders.py
 
 # Functions the unit of work calls by name from partnerlink.orders.service.
@@ -101,58 +100,42 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
 
-    from tests.factories import create_connected_store
-
     import partnerlink.orders.pipeline as orders_pipeline
     import partnerlink.orders.service as orders_service
-    from partnerlink.app import create_app
-    from partnerlink.db.migrate import upgrade
-    from partnerlink.settings import Settings
 
-    with tempfile.TemporaryDirectory(prefix="plk-profile-") as tmp:
-        url, drop = fresh_database(args.database_url, Path(tmp))
-        try:
-            settings = Settings(
-                database_url=url, secret_key="bench", data_dir=Path(tmp), run_worker=False
-            )
-            upgrade(settings.database_url)
-            app = create_app(settings)
-            with app.state.sessionmaker() as session:
-                token = create_connected_store(session, green_invoices=True).access_token
-            bodies = [json.dumps(b).encode() for b in workload(args.orders * 4)]
-            batches = [bodies[i::4] for i in range(4)]
-            calls = [[asgi_call(app, token, b) for b in batch] for batch in batches]
-            cpu_per_order(calls[0])  # warm up: caches, customers, statements
+    with app_with_store(args.database_url, "plk-profile-") as (app, settings, token):
+        bodies = [json.dumps(b).encode() for b in workload(args.orders * 4)]
+        batches = [bodies[i::4] for i in range(4)]
+        calls = [[asgi_call(app, token, b) for b in batch] for batch in batches]
+        cpu_per_order(calls[0])  # warm up: caches, customers, statements
 
-            real_hop = orders_pipeline.run_in_threadpool
-            real_unit = partial(orders_service.accept_orders, settings=settings)
+        real_hop = orders_pipeline.run_in_threadpool
+        real_unit = partial(orders_service.accept_orders, settings=settings)
 
-            async def inline(function: Callable[..., Any], *a: Any, **k: Any) -> Any:
-                return function(*a, **k)
+        async def inline(function: Callable[..., Any], *a: Any, **k: Any) -> Any:
+            return function(*a, **k)
 
-            def use(handler: Any) -> None:  # the app's order pipeline, with this batch handler
-                app.state.orders_pipeline = orders_pipeline.pipeline_for(app.state.engine, handler)
+        def use(handler: Any) -> None:  # the app's order pipeline, with this batch handler
+            app.state.orders_pipeline = orders_pipeline.pipeline_for(app.state.engine, handler)
 
-            use(lambda _sql, posts: [(True, None) for _ in posts])
-            orders_pipeline.run_in_threadpool = inline
-            framework = cpu_per_order(calls[1][: args.orders // 2])
-            orders_pipeline.run_in_threadpool = real_hop
-            with_hop = cpu_per_order(calls[1][args.orders // 2 :])
-            use(real_unit)
-            full = cpu_per_order(calls[2])
+        use(lambda _sql, posts: [(True, None) for _ in posts])
+        orders_pipeline.run_in_threadpool = inline
+        framework = cpu_per_order(calls[1][: args.orders // 2])
+        orders_pipeline.run_in_threadpool = real_hop
+        with_hop = cpu_per_order(calls[1][args.orders // 2 :])
+        use(real_unit)
+        full = cpu_per_order(calls[2])
 
-            spent: Counter[str] = Counter()
-            for function_name, label in PARTS:
-                original = getattr(orders_service, function_name)
-                setattr(orders_service, function_name, _timed(original, label, spent))
-            use(_timed(real_unit, "unit of work (total)", spent))
-            orders_pipeline.run_in_threadpool = inline
-            cpu_per_order(calls[3])
-            n = len(calls[3])
-        finally:
-            drop()
+        spent: Counter[str] = Counter()
+        for function_name, label in PARTS:
+            original = getattr(orders_service, function_name)
+            setattr(orders_service, function_name, _timed(original, label, spent))
+        use(_timed(real_unit, "unit of work (total)", spent))
+        orders_pipeline.run_in_threadpool = inline
+        cpu_per_order(calls[3])
+        n = len(calls[3])
 
-    kind = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+    kind = "PostgreSQL" if args.database_url else "SQLite"
     print(f"database: {kind}; CPU per order, microseconds (process time)")
     print(f"  whole request, in process (no uvicorn): {full:7.0f}")
     print(f"  framework, checkout, BEGIN + COMMIT:    {framework:7.0f}")

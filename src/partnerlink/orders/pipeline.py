@@ -72,8 +72,7 @@ class Pipeline:
         # A drain keeps its connection between batches only when the pool has more than the
         # drains take: SQLite's single connection goes back after every batch, so that
         # requests and the worker, which share it, are never starved by a stream of orders.
-        pool: Any = engine.pool
-        self.keep_connection = (pool.size() if hasattr(pool, "size") else 1) > self.slots
+        self.keep_connection = _pool_size(engine) > self.slots
         self.queue: deque[tuple[Any, asyncio.Future[Any]]] = deque()
         self.drains: set[asyncio.Task[None]] = set()  # referenced, so never collected mid-run
 
@@ -171,6 +170,10 @@ def _refused(count: int, error: Exception) -> list[Outcome]:
 def pipeline_for(engine: Engine, handler: Handler) -> Pipeline:
     """A pipeline with at most MAX_DRAINS batches at once, never more than the pool has
     connections. Make one per engine and handler, and keep it (see orders/api.py)."""
+    return Pipeline(engine, min(_pool_size(engine), MAX_DRAINS), handler)
+
+
+def _pool_size(engine: Engine) -> int:
+    """The connections the engine's pool keeps (a pool without a size: one at a time)."""
     pool: Any = engine.pool
-    size = pool.size() if hasattr(pool, "size") else 1
-    return Pipeline(engine, min(size, MAX_DRAINS), handler)
+    return int(pool.size()) if hasattr(pool, "size") else 1
