@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from partnerlink import __version__
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
+from partnerlink.orders.fast_lane import OrdersFastLane
 from partnerlink.problems import (
     PROBLEM_MEDIA_TYPE,
     DomainError,
@@ -112,7 +113,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     static_dir = Path(__file__).parent / "static"
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
 
-    # Outermost first: metrics see everything, the body limit sees only real requests.
+    # Each one added wraps those before it: metrics see everything, the body limit sees only
+    # real requests, and the orders' fast lane (innermost) works inside all three.
+    app.add_middleware(OrdersFastLane)
     app.add_middleware(
         BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
     )

@@ -158,7 +158,28 @@ class Metrics:
         try:
             await self.app(scope, receive, capture)
         finally:
-            route = scope.get("route")
-            template = getattr(route, "path_format", None) or "unmatched"
+            template = route_template(scope)
             REQUESTS.labels(scope["method"], template, str(status)).inc()
             LATENCY.labels(scope["method"], template).observe(time.perf_counter() - started)
+
+
+# Set by an endpoint that answers without FastAPI's router (the orders' fast lane).
+ROUTE_TEMPLATE = "partnerlink.route_template"
+
+
+def route_template(scope: Scope) -> str:
+    """The path template of the route that answered, with its router's prefix.
+
+    FastAPI from 0.16x keeps an included router's routes as they were declared
+    (`/orders`) and puts the prefixed template on the effective route it matched,
+    which it keeps in its part of the scope; earlier versions copied each route
+    with the prefix into its path.
+    """
+    explicit = scope.get(ROUTE_TEMPLATE)
+    if explicit:
+        return str(explicit)
+    effective = scope.get("fastapi", {}).get("effective_route_context")
+    template = getattr(effective, "path_format", None) or getattr(
+        scope.get("route"), "path_format", None
+    )
+    return str(template or "unmatched")
