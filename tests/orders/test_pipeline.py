@@ -15,6 +15,7 @@ from partnerlink.db.engine import make_engine
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.pipeline import BATCH, Pipeline
 from partnerlink.orders.service import ServiceBusy
+from tests.conftest import ON_POSTGRES
 
 
 @pytest.fixture
@@ -213,3 +214,42 @@ def test_a_connection_that_broke_is_dropped_and_the_next_batch_takes_another(
     (broken,), later = asyncio.run(main())
     assert isinstance(broken, Exception)
     assert later == 20
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="row locks held by another transaction: PostgreSQL")
+def test_a_batch_that_met_a_held_row_runs_once_more_as_a_batch(database_url: str) -> None:
+    """Not order by order at once: the other transaction has usually gone on meanwhile."""
+    engine = make_engine(database_url)
+    setup = engine.raw_connection()
+    setup.driver_connection.execute(  # type: ignore[union-attr]
+        "CREATE TABLE IF NOT EXISTS pipeline_probe (n INTEGER PRIMARY KEY);"
+        " INSERT INTO pipeline_probe VALUES (1) ON CONFLICT DO NOTHING"
+    )
+    setup.commit()
+    setup.driver_connection.execute("SELECT n FROM pipeline_probe FOR UPDATE")  # type: ignore[union-attr]
+    touch = Statement("UPDATE pipeline_probe SET n = n")
+    transaction_id = Statement("SELECT txid_current()")
+    calls: list[int] = []
+
+    def handler(sql: Sql, items: list[object]) -> list[tuple[bool, object]]:
+        calls.append(len(items))
+        try:
+            sql.run(touch, {})  # waits for the row, then gives up the first time
+        finally:
+            if len(calls) == 1:
+                setup.rollback()  # the other transaction ends
+        return [(True, sql.row(transaction_id, {})[0]) for _ in items]
+
+    async def main() -> list[object]:
+        pipeline = Pipeline(engine, slots=1, handler=handler)
+        return await asyncio.gather(*(pipeline.run(n) for n in range(5)))
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        setup.driver_connection.execute("DROP TABLE pipeline_probe")  # type: ignore[union-attr]
+        setup.commit()
+        setup.close()
+        engine.dispose()
+    assert calls == [5, 5]
+    assert len(set(results)) == 1  # one transaction

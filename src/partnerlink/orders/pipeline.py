@@ -15,10 +15,11 @@ gives it back when the queue is empty.
 
 Every order still gets its own answer, and a failing order fails alone: when
 one raises, the batch's transaction is rolled back (nothing of it is kept)
-and each of its orders runs again in a transaction of its own. So it is too
-when the batch meets a row another transaction holds (PostgreSQL: after
-LOCK_WAIT_MS, long before a deadlock between two batches could be found);
-alone, an order may wait its turn. A busy database otherwise (SQLite's lock
+and each of its orders runs again in a transaction of its own. A batch that
+meets a row another transaction holds (PostgreSQL: after LOCK_WAIT_MS, long
+before a deadlock between two batches could be found) runs once more as a
+batch, then, if it meets one again, order by order; alone, an order may wait
+its turn. A busy database otherwise (SQLite's lock
 held by another process past its timeout, no connection) refuses the whole
 batch with a retryable 503: retrying one by one would only wait again.
 """
@@ -132,9 +133,15 @@ def _run_all(held: HeldConnection, handler: Handler, items: list[Any]) -> list[O
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
         return _refused(len(items), error)
     try:
-        with transaction(sql):
-            sql.wait_briefly_for_locks()
-            return handler(sql, items)
+        try:
+            return _together(sql, handler, items)
+        except sql.errors.OperationalError as error:
+            if not sql.is_lock_conflict(error):
+                raise
+            # Mostly two batches that met on the same orders in opposite orders: the other
+            # one went on when this one gave up. Once more together (measured: ~10 ms for a
+            # batch of 30, against ~60 one by one, which held up every order behind them).
+            return _together(sql, handler, items)
     except sql.errors.OperationalError as error:
         if not sql.is_lock_conflict(error):
             return _refused(len(items), error)
@@ -143,6 +150,12 @@ def _run_all(held: HeldConnection, handler: Handler, items: list[Any]) -> list[O
         return [_alone(sql, handler, item) for item in items]
     finally:
         held.release_if_broken()  # the server went away: the next batch takes another
+
+
+def _together(sql: Sql, handler: Handler, items: list[Any]) -> list[Outcome]:
+    with transaction(sql):
+        sql.wait_briefly_for_locks()
+        return handler(sql, items)
 
 
 def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
