@@ -39,13 +39,16 @@ from partnerlink.problems import DomainError, problem_from
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 
 PATH = "/v1/orders"
-_ACCEPTED_HEADERS = [
+# A tuple: shared by every answer, so no middleware may add to it in place.
+_ACCEPTED_HEADERS = (
     (b"content-length", str(len(ACCEPTED)).encode()),
     (b"content-type", b"application/json"),
-]
+)
 
 
 class OrdersFastLane:
+    """ASGI middleware: takes well-formed orders itself, hands everything else on."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
