@@ -19,9 +19,9 @@ and each of its orders runs again in a transaction of its own. A batch that
 meets a row another transaction holds (PostgreSQL: after LOCK_WAIT_MS, long
 before a deadlock between two batches could be found) runs once more as a
 batch, then, if it meets one again, order by order; alone, an order may wait
-its turn. A busy database otherwise (SQLite's lock
-held by another process past its timeout, no connection) refuses the whole
-batch with a retryable 503: retrying one by one would only wait again.
+its turn. A busy database otherwise (SQLite's lock held by another process
+past its timeout, no connection) refuses the whole batch with a retryable
+503: retrying one by one would only wait again.
 """
 
 from __future__ import annotations
