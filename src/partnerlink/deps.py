@@ -17,6 +17,12 @@ _gates: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore
 )
 
 
+def bearer_credentials(authorization: str) -> str:
+    """The credentials of an `Authorization: Bearer ...` header value ("" for any other)."""
+    scheme, _, value = authorization.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
 def database_slots(request: Request) -> int:
     """How many connections the pool can hand out at once."""
     pool: Any = request.app.state.engine.pool

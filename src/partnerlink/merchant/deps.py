@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from partnerlink.deps import SessionDep
+from partnerlink.deps import SessionDep, bearer_credentials
 from partnerlink.merchant.models import Merchant
 from partnerlink.merchant.service import merchant_for_session_token
 from partnerlink.problems import DomainError
@@ -25,10 +25,7 @@ def presented_session_token(request: Request) -> str:
 
     The console's pages read the cookie themselves and guard their forms with CSRF tokens.
     """
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return ""
+    return bearer_credentials(request.headers.get("authorization", ""))
 
 
 def current_merchant(request: Request, session: SessionDep) -> Merchant:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from partnerlink.deps import bearer_credentials
 from partnerlink.middleware import ROUTE_TEMPLATE
 from partnerlink.orders.api import ACCEPTED, order_pipeline
 from partnerlink.orders.schemas import OrderIn
@@ -86,12 +87,9 @@ def _bearer_token_and_json(headers: list[tuple[bytes, bytes]]) -> tuple[str, boo
             authorization = value
         elif name == b"content-type" and content_type is None:
             content_type = value
-    token = ""
-    if authorization is not None:
-        scheme, _, credentials = authorization.decode("latin-1").partition(" ")
-        credentials = credentials.strip()
-        if scheme.lower() == "bearer" and credentials.startswith(ACCESS_TOKEN_PREFIX):
-            token = credentials
+    token = bearer_credentials(authorization.decode("latin-1")) if authorization else ""
+    if not token.startswith(ACCESS_TOKEN_PREFIX):
+        token = ""
     is_json = content_type is not None and (
         content_type.split(b";", 1)[0].strip().lower() == b"application/json"
     )

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPBearer
 
-from partnerlink.deps import SessionDep
+from partnerlink.deps import SessionDep, bearer_credentials
 from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
 
 # Only for the OpenAPI description ("Authorize" button in /docs); we parse the header ourselves
@@ -17,11 +17,9 @@ bearer_scheme = HTTPBearer(auto_error=False, description="Store access token")
 
 def presented_access_token(request: Request) -> str:
     """The token from `Authorization: Bearer`, else the legacy `?access_token=`."""
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return request.query_params.get("access_token", "")
+    return bearer_credentials(request.headers.get("authorization", "")) or (
+        request.query_params.get("access_token", "")
+    )
 
 
 def current_store(
