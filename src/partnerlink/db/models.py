@@ -1,5 +1,6 @@
 """Imports every domain's models so that one metadata describes the whole schema."""
 
+from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
@@ -18,12 +19,14 @@ __all__ = [
     "IntegrationToken",
     "Merchant",
     "MerchantSession",
+    "OptOut",
     "Order",
     "PairingCode",
     "Partner",
     "Profile",
     "Receipt",
     "Store",
+    "Suppression",
     "Token",
     "Touch",
     "Upload",
