@@ -142,6 +142,7 @@ def tune_garbage_collector() -> None:
 
 def _include_routers(app: FastAPI) -> None:
     from partnerlink import ops
+    from partnerlink.audiences import api as audiences_api
     from partnerlink.connect import api as connect_api
     from partnerlink.connect import merchant_api as consent_merchant_api
     from partnerlink.connect import web as connect_web
@@ -172,6 +173,7 @@ def _include_routers(app: FastAPI) -> None:
         pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
+        audiences_api.router,
     ):
         app.include_router(router, prefix="/merchant/api", include_in_schema=False)
     app.include_router(connect_web.router, include_in_schema=False)
