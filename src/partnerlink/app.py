@@ -143,6 +143,7 @@ def tune_garbage_collector() -> None:
 def _include_routers(app: FastAPI) -> None:
     from partnerlink import ops
     from partnerlink.audiences import api as audiences_api
+    from partnerlink.audiences import web as audiences_web
     from partnerlink.connect import api as connect_api
     from partnerlink.connect import merchant_api as consent_merchant_api
     from partnerlink.connect import web as connect_web
@@ -178,6 +179,7 @@ def _include_routers(app: FastAPI) -> None:
         app.include_router(router, prefix="/merchant/api", include_in_schema=False)
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
+    app.include_router(audiences_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
 
