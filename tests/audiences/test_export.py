@@ -18,8 +18,12 @@ from tests.factories import ConnectedStoreFixture, create_merchant_account, crea
 # Meta's published examples, "Customer Information Parameters" of the Conversions API
 # (the same normalization and hashing as Custom Audiences files):
 # https://developers.facebook.com/docs/marketing-api/conversions-api/parameters/customer-information-parameters
-META_EMAIL_SHA256 = "62a14e44f765419d10fea99367361a727c12365e2520f32218d505ed9aa0f62f"  # john_smith@gmail.com
-META_PHONE_SHA256 = "e323ec626319ca94ee8bff2e4c87cf613be6ea19919ed1364124e16807ab3176"  # 16505551212
+META_EMAIL_SHA256 = (
+    "62a14e44f765419d10fea99367361a727c12365e2520f32218d505ed9aa0f62f"  # john_smith@gmail.com
+)
+META_PHONE_SHA256 = (
+    "e323ec626319ca94ee8bff2e4c87cf613be6ea19919ed1364124e16807ab3176"  # 16505551212
+)
 META_FN_SHA256 = "6915771be1c5aa0c886870b6951b03d7eafc121fea0e80a5ea83beb7c449f4ec"  # mary
 META_COUNTRY_SHA256 = "79adb2a2fce5c6ba215fe5f27f532d4e7edbac4b6a5e09e1ef3a08084a904621"  # us
 # Google Customer Match, "Formatting guidelines for uploading hashed data"
@@ -143,7 +147,12 @@ def test_bad_requests_answer_problem_bodies(
     ]
     other = create_profile(session, create_merchant_account(session, email="other@example.com"))
     cases.append(
-        (f"/merchant/api/profiles/{other.id}/audiences/all/export", {"format": "meta"}, 404, "not_found")
+        (
+            f"/merchant/api/profiles/{other.id}/audiences/all/export",
+            {"format": "meta"},
+            404,
+            "not_found",
+        )
     )
     for path, params, status, code in cases:
         response = client.get(path, params=params, headers=owner)

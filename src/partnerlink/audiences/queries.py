@@ -213,7 +213,11 @@ def segment_counts(
     columns = []
     for segment in segments:
         member = _predicate(segment, scope, stats, cut)
-        for extra in (true(), customers.c.email.is_not(None), customers.c.phone_number.is_not(None)):
+        for extra in (
+            true(),
+            customers.c.email.is_not(None),
+            customers.c.phone_number.is_not(None),
+        ):
             counted = case((and_(member, extra), literal(1)), else_=literal(0))
             columns.append(func.coalesce(func.sum(counted), 0))
     row = connection.execute(_joined(scope, stats, *columns)).one()

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, delete, or_, select, update
+from sqlalchemy import ColumnElement, Engine, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences import queries
@@ -91,9 +91,7 @@ class ExportPlan:
         return f"audience-{self.segment}-{self.file_format}.csv"
 
 
-def plan_export(
-    session: Session, *, profile_id: str, segment: str, file_format: str
-) -> ExportPlan:
+def plan_export(session: Session, *, profile_id: str, segment: str, file_format: str) -> ExportPlan:
     if segment not in queries.SEGMENTS:
         raise UnknownSegment()
     if file_format not in FORMATS:
@@ -161,8 +159,8 @@ def _person(session: Session, profile_id: str, email: str | None, phone: str | N
     return Person(normalized_email, normalized_phone)
 
 
-def _matching(profile_id: str, person: Person) -> list[object]:
-    matches = []
+def _matching(profile_id: str, person: Person) -> list[ColumnElement[bool]]:
+    matches: list[ColumnElement[bool]] = []
     if person.email:
         matches.append(Customer.email == person.email)
     if person.phone:
@@ -182,9 +180,7 @@ def _opt_out_ids(session: Session, customer_ids: list[int], profile_ids: dict[in
     session.flush()
 
 
-def opt_out(
-    session: Session, *, profile_id: str, email: str | None, phone: str | None
-) -> int:
+def opt_out(session: Session, *, profile_id: str, email: str | None, phone: str | None) -> int:
     """Opts the matching customers out of every export; answers how many match."""
     person = _person(session, profile_id, email, phone)
     rows = session.execute(
@@ -281,7 +277,5 @@ def _suppress(session: Session, profile_id: str, hashes: set[str]) -> None:
             )
         )
     )
-    session.add_all(
-        Suppression(profile_id=profile_id, identifier_sha256=h) for h in hashes - known
-    )
+    session.add_all(Suppression(profile_id=profile_id, identifier_sha256=h) for h in hashes - known)
     session.flush()

@@ -47,9 +47,7 @@ def upgrade() -> None:
             name="fk_audience_suppressions_profile_id_profiles",
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint(
-            "profile_id", "identifier_sha256", name="pk_audience_suppressions"
-        ),
+        sa.PrimaryKeyConstraint("profile_id", "identifier_sha256", name="pk_audience_suppressions"),
     )
     op.create_index("ix_customers_profile_id_id", "customers", ["profile_id", "id"])
 
