@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from hashlib import sha256
 
 META_HEADER = "email,phone,fn,ln,ct,country"
@@ -34,6 +35,12 @@ def _hashed(value: str | None) -> str:
     return sha256_hex(value) if value else ""
 
 
+@lru_cache(maxsize=65_536)
+def _hashed_common(value: str | None) -> str:
+    """For values many customers share (first names, cities, countries): hashed once."""
+    return sha256_hex(value) if value else ""
+
+
 def normalized_email(email: str | None) -> str | None:
     value = (email or "").strip().lower()
     return value or None
@@ -41,7 +48,11 @@ def normalized_email(email: str | None) -> str | None:
 
 def meta_phone(e164: str | None) -> str | None:
     """`+1 650-555-1212` → `16505551212`: digits only, country code first, no `+`."""
-    digits = "".join(ch for ch in e164 or "" if ch.isdigit()).lstrip("0")
+    if not e164:
+        return None
+    if e164[0] == "+" and e164[1:].isdigit():  # the stored form: the common case
+        return e164[1:]
+    digits = "".join(ch for ch in e164 if ch.isdigit()).lstrip("0")
     return digits or None
 
 
@@ -71,10 +82,10 @@ def meta_line(row: CustomerRow) -> str:
         (
             _hashed(normalized_email(email)),
             _hashed(meta_phone(phone)),
-            _hashed(normalized_name(first_name)),
+            _hashed_common(normalized_name(first_name)),
             _hashed(normalized_name(last_name)),
-            _hashed(meta_city(city)),
-            _hashed(meta_country(country)),
+            _hashed_common(meta_city(city)),
+            _hashed_common(meta_country(country)),
         )
     )
 
@@ -85,7 +96,7 @@ def google_line(row: CustomerRow) -> str:
         (
             _hashed(normalized_email(email)),
             _hashed(google_phone(phone)),
-            _hashed(normalized_name(first_name)),
+            _hashed_common(normalized_name(first_name)),
             _hashed(normalized_name(last_name)),
             (country or "").strip().upper(),
             "",
