@@ -28,6 +28,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -72,6 +73,15 @@ def _sha256_postgresql(element: sha256_of, compiler: SQLCompiler, **kw: Any) -> 
 @compiles(sha256_of)
 def _sha256_sqlite(element: sha256_of, compiler: SQLCompiler, **kw: Any) -> str:
     return f"partnerlink_sha256({compiler.process(element.clauses, **kw)})"
+
+
+def insert_new(connection: Connection, table: Any, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: a choice already recorded (even by a concurrent
+    request) is simply kept."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    connection.execute(insert(table).values(list(rows)).on_conflict_do_nothing())
 
 
 def _sqlite_sha256(value: str | None) -> str | None:

@@ -9,8 +9,9 @@ customers at a time, so memory stays flat whatever the segment's size.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, delete, or_, select, update
 from sqlalchemy.orm import Session
@@ -168,16 +169,13 @@ def _matching(profile_id: str, person: Person) -> list[ColumnElement[bool]]:
     return [Customer.profile_id == profile_id, or_(*matches)]
 
 
-def _opt_out_ids(session: Session, customer_ids: list[int], profile_ids: dict[int, str]) -> None:
-    if not customer_ids:
-        return
-    known = set(
-        session.scalars(select(OptOut.customer_id).where(OptOut.customer_id.in_(customer_ids)))
-    )
-    session.add_all(
-        OptOut(customer_id=i, profile_id=profile_ids[i]) for i in customer_ids if i not in known
-    )
-    session.flush()
+def _opt_out_ids(session: Session, rows: Sequence[Any]) -> int:
+    """Opts (customer id, profile id) rows out; answers how many."""
+    now = utcnow()
+    values = [{"customer_id": r.id, "profile_id": r.profile_id, "created_at": now} for r in rows]
+    for start in range(0, len(values), 1000):
+        queries.insert_new(session.connection(), OptOut.__table__, values[start : start + 1000])
+    return len(values)
 
 
 def opt_out(session: Session, *, profile_id: str, email: str | None, phone: str | None) -> int:
@@ -186,8 +184,7 @@ def opt_out(session: Session, *, profile_id: str, email: str | None, phone: str 
     rows = session.execute(
         select(Customer.id, Customer.profile_id).where(*_matching(profile_id, person))
     ).all()
-    _opt_out_ids(session, [r.id for r in rows], {r.id: r.profile_id for r in rows})
-    return len(rows)
+    return _opt_out_ids(session, rows)
 
 
 def opt_out_phone(session: Session, phone_e164: str) -> int:
@@ -195,8 +192,7 @@ def opt_out_phone(session: Session, phone_e164: str) -> int:
     rows = session.execute(
         select(Customer.id, Customer.profile_id).where(Customer.phone_number == phone_e164)
     ).all()
-    _opt_out_ids(session, [r.id for r in rows], {r.id: r.profile_id for r in rows})
-    return len(rows)
+    return _opt_out_ids(session, rows)
 
 
 def opt_in_phone(session: Session, phone_e164: str) -> int:
@@ -269,13 +265,9 @@ def _scrub_orders(session: Session, order_pks: list[int]) -> None:
 
 
 def _suppress(session: Session, profile_id: str, hashes: set[str]) -> None:
-    known = set(
-        session.scalars(
-            select(Suppression.identifier_sha256).where(
-                Suppression.profile_id == profile_id,
-                Suppression.identifier_sha256.in_(hashes),
-            )
-        )
-    )
-    session.add_all(Suppression(profile_id=profile_id, identifier_sha256=h) for h in hashes - known)
-    session.flush()
+    now = utcnow()
+    rows = [
+        {"profile_id": profile_id, "identifier_sha256": h, "created_at": now}
+        for h in sorted(hashes)
+    ]
+    queries.insert_new(session.connection(), Suppression.__table__, rows)
