@@ -51,6 +51,19 @@ SELECT :profile_id,
        'Ann', 'Lee' || i, 'San Francisco', 'US', datetime('now'), datetime('now')
 FROM n
 """
+# Half the customers buy: 1 to 3 orders each, spread over the last 200 days (PostgreSQL).
+ORDERS_POSTGRES = """
+INSERT INTO orders (store_id, profile_id, order_id, order_price, order_currency, ordered_at,
+                    customer_id, details, conversion, received_at, updated_at)
+SELECT s.id, c.profile_id, 'B-' || c.id || '-' || k, 500 + (c.id * 37 + k * 11) % 5000, 'USD',
+       now() - ((c.id * 7 + k * 13) % 200) * interval '1 day', c.id, '{}', 'organic', now(), now()
+FROM customers c
+JOIN stores s ON s.profile_id = c.profile_id
+CROSS JOIN generate_series(1, 3) AS k
+WHERE c.profile_id = :profile_id AND c.id % 2 = 0 AND k <= 1 + c.id % 3
+"""
+# The same customers as the export of `all` (for another segment, the ceiling still copies
+# every customer with an identifier: an upper bound for it).
 COPY = (
     "COPY (SELECT email, phone_number, first_name, last_name, city, country_code "
     "FROM customers WHERE profile_id = '{profile_id}' "
@@ -65,7 +78,9 @@ def fill(database_url: str, profile_id: str, count: int) -> float:
     with engine.begin() as conn:
         conn.execute(text(statement), {"profile_id": profile_id, "count": count})
         if engine.dialect.name == "postgresql":
+            conn.execute(text(ORDERS_POSTGRES), {"profile_id": profile_id})
             conn.execute(text("ANALYZE customers"))
+            conn.execute(text("ANALYZE orders"))
     engine.dispose()
     return time.perf_counter() - started
 
@@ -80,6 +95,10 @@ def download(
             json={"email": "owner@example.com", "password": DEFAULT_PASSWORD},
         )
         auth = {"Authorization": f"Bearer {signed_in.json()['sessionToken']}"}
+        started = time.perf_counter()
+        sizes = client.get(f"{base}/merchant/api/profiles/{profile_id}/audiences", headers=auth)
+        sizes.raise_for_status()
+        print(f"segment sizes (GET .../audiences) in {time.perf_counter() - started:.2f} s")
         url = f"{base}/merchant/api/profiles/{profile_id}/audiences/{segment}/export"
         rows = -1  # the header
         started = time.perf_counter()
@@ -130,7 +149,9 @@ def main() -> None:
             upgrade(Settings(database_url=database_url).database_url)
             _token, profile_id = connected_store(database_url)
             took = fill(database_url, profile_id, args.customers)
-            print(f"customers: {args.customers:,} generated in {took:.0f} s")
+            print(
+                f"customers: {args.customers:,} (half of them with 1-3 orders) generated in {took:.0f} s"
+            )
             port = _free_port()
             base = f"http://127.0.0.1:{port}"
             env = {

@@ -9,6 +9,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
 from partnerlink.audiences.service import (
+    Exclusion,
+    ExportPlan,
     audiences,
     erase,
     export_lines,
@@ -55,10 +57,18 @@ def export_audience(
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     plan = plan_export(session, profile_id=profile.id, segment=segment, file_format=format)
     if campaignId is not None:
-        # Campaigns come with measurement (CONTRACT §7); until then none exists.
+        # Campaigns come with measurement (CONTRACT §7); until then none exists. With it:
+        # download(..., exclude=lambda customer_id: is_control(salt, customer_id, percent)).
         raise UnknownCampaign()
+    return download(request, plan)
+
+
+def download(
+    request: Request, plan: ExportPlan, exclude: Exclusion | None = None
+) -> StreamingResponse:
+    """The export as a CSV attachment, streamed a chunk of customers at a time."""
     return StreamingResponse(
-        export_lines(request.app.state.engine, plan),
+        export_lines(request.app.state.engine, plan, exclude=exclude),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
     )

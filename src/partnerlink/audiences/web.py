@@ -13,11 +13,11 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
+from partnerlink.audiences.api import download
 from partnerlink.audiences.service import (
     DESCRIPTIONS,
     audiences,
     erase,
-    export_lines,
     opt_out,
     plan_export,
 )
@@ -70,11 +70,7 @@ def export_file(
 ) -> StreamingResponse:
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
     plan = plan_export(session, profile_id=profile.id, segment=segment, file_format=format)
-    return StreamingResponse(
-        export_lines(request.app.state.engine, plan),
-        media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
-    )
+    return download(request, plan)
 
 
 def _refused(
