@@ -200,19 +200,32 @@ def _joined(scope: Scope, stats: Subquery, *columns: Any) -> Select[Any]:
     )
 
 
+def _top_ranked(scope: Scope, size: int, *columns: Any) -> Select[Any]:
+    """The `size` buyers with the highest spend (then the oldest first)."""
+    stats = _stats(scope)
+    return (
+        _joined(scope, stats, *columns, stats.c.spend, customers.c.id)
+        .where(stats.c.orders >= 1)
+        .order_by(stats.c.spend.desc(), customers.c.id)
+        .limit(size)
+    )
+
+
 def top_cut(connection: Connection, scope: Scope, size: int) -> TopCut | None:
     if size <= 0:
         return None
-    stats = _stats(scope)
-    statement = (
-        _joined(scope, stats, stats.c.spend, customers.c.id)
-        .where(stats.c.orders >= 1)
-        .order_by(stats.c.spend.desc(), customers.c.id)
-        .offset(size - 1)
-        .limit(1)
-    )
-    row = connection.execute(statement).first()
+    row = connection.execute(_top_ranked(scope, 1).offset(size - 1)).first()
     return TopCut(row.spend, row.id) if row is not None else None
+
+
+def top_coverage(connection: Connection, scope: Scope, size: int) -> tuple[int, int, int]:
+    """(customers, with an email, with a phone) of `top`, in one pass."""
+    if size <= 0:
+        return 0, 0, 0
+    ranked = _top_ranked(scope, size, customers.c.email, customers.c.phone_number).subquery()
+    statement = select(func.count(), func.count(ranked.c.email), func.count(ranked.c.phone_number))
+    row = connection.execute(statement.select_from(ranked)).one()
+    return int(row[0]), int(row[1]), int(row[2])
 
 
 def segment_counts(

@@ -38,6 +38,8 @@ DESCRIPTIONS = {
     "top": "The top fifth of buyers by total spend in your most used currency.",
 }
 
+BEFORE_TOP = tuple(s for s in queries.SEGMENTS if s != "top")
+
 # Leaves a customer out of an export by id (a campaign's control group).
 Exclusion = Callable[[int], bool]
 
@@ -63,17 +65,23 @@ def _scope(session: Session, profile_id: str) -> queries.Scope:
     )
 
 
+def top_size(buyers: int) -> int:
+    return math.ceil(buyers / 5)
+
+
 def _top_cut(session: Session, scope: queries.Scope) -> queries.TopCut | None:
     connection = session.connection()
     buyers = queries.segment_counts(connection, scope, ("buyers",), None)["buyers"][0]
-    return queries.top_cut(connection, scope, math.ceil(buyers / 5))
+    return queries.top_cut(connection, scope, top_size(buyers))
 
 
 def audiences(session: Session, *, profile_id: str) -> list[dict[str, object]]:
     """Every segment with its size and identifier coverage (opted-out and erased left out)."""
     scope = _scope(session, profile_id)
-    cut = _top_cut(session, scope)
-    counts = queries.segment_counts(session.connection(), scope, queries.SEGMENTS, cut)
+    connection = session.connection()
+    # Two passes over the profile: every segment but `top`, then `top` from the buyers' count.
+    counts = queries.segment_counts(connection, scope, BEFORE_TOP, None)
+    counts["top"] = queries.top_coverage(connection, scope, top_size(counts["buyers"][0]))
     return [
         {"segment": s, "customers": n, "withEmail": emails, "withPhone": phones}
         for s, (n, emails, phones) in counts.items()
