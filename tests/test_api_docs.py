@@ -96,7 +96,7 @@ def test_every_partner_operation_lists_its_problems(partner_schema: dict[str, An
 
 
 def test_data_endpoints_document_the_token_refusal(partner_schema: dict[str, Any]) -> None:
-    for method, path, operation in operations(partner_schema):
+    for _method, path, operation in operations(partner_schema):
         if operation.get("security"):
             assert "invalid_token" in problem_examples(operation["responses"]["403"]), path
     credentials = partner_schema["paths"]["/v1/auth/integration"]["post"]["responses"]
