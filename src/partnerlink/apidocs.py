@@ -84,6 +84,7 @@ lists:
 | Status | `code` | When |
 |---|---|---|
 | 400 | `missing_field`, `invalid_field` | a required field or parameter is missing, or one is malformed (`errors` names each) |
+| 400 | `malformed_request` | a body that is not decodable JSON at all |
 | 403 | `missing_version_prefix` | a path without the `/v1` prefix (`/stores`, `/auth/integration`, ...) |
 | 403 | `invalid_token` | a data endpoint without a valid access token (missing, malformed, expired, revoked) |
 | 404 | `not_found` | an unknown path under `/v1/` |

@@ -19,7 +19,11 @@ router = APIRouter(tags=["Consent (merchant)"])
 @router.get(
     "/consents/{integrationToken}",
     summary="Read a pending consent: the partner and the merchant's profiles",
-    responses=problem_responses(field_problem("client_id", "required")),
+    responses=problem_responses(
+        field_problem("client_id", "required"),
+        service.UnknownClient,
+        service.UnknownIntegrationToken,
+    ),
 )
 def read_consent(
     integrationToken: str,
@@ -50,6 +54,8 @@ def read_consent(
             code="missing_field",
             errors=[{"field": "profileId", "message": "give exactly one of profileId, storeId"}],
         ),
+        service.UnknownClient,
+        service.UnknownIntegrationToken,
         service.IntegrationTokenGone,
     ),
 )
@@ -71,7 +77,9 @@ def approve_consent(
 @router.post(
     "/consents/{integrationToken}/decline",
     summary="Decline a partner's consent",
-    responses=problem_responses(service.IntegrationTokenGone),
+    responses=problem_responses(
+        service.UnknownClient, service.UnknownIntegrationToken, service.IntegrationTokenGone
+    ),
 )
 def decline_consent(
     integrationToken: str, body: DeclineConsentIn, session: SessionDep, _merchant: CurrentMerchant

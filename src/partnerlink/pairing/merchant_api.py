@@ -12,7 +12,7 @@ from partnerlink.merchant.deps import CurrentMerchant
 from partnerlink.pairing.service import NoCodeFree, reserve_pairing_code
 from partnerlink.problems import problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["Pairing codes"])
 
 
 class ReservationRequest(BaseModel):
