@@ -22,13 +22,18 @@ from partnerlink.merchant.service import (
     set_green_invoices,
     sign_in,
 )
+from partnerlink.problems import RateLimited, Unauthorized, problem_responses
 from partnerlink.security.client_address import client_address
 from partnerlink.stores.service import merchant_store_view
 
 router = APIRouter(tags=["Merchant"])
 
 
-@router.post("/sessions")
+@router.post(
+    "/sessions",
+    summary="Sign in",
+    responses=problem_responses(Unauthorized, RateLimited),
+)
 def post_session(
     body: SessionIn, request: Request, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
