@@ -8,9 +8,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
+from partnerlink.audiences.hashing import META_HEADER
 from partnerlink.audiences.service import (
     Exclusion,
     ExportPlan,
+    MissingIdentifier,
+    UnknownSegment,
     audiences,
     erase,
     export_lines,
@@ -20,7 +23,7 @@ from partnerlink.audiences.service import (
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
 from partnerlink.merchant.service import owned_profile
-from partnerlink.problems import NotFound
+from partnerlink.problems import NotFound, ValidationFailed, problem_responses
 
 router = APIRouter(tags=["Merchant"])
 
@@ -43,7 +46,16 @@ def get_audiences(profileId: str, merchant: CurrentMerchant, session: SessionDep
     return {"audiences": audiences(session, profile_id=profile.id)}
 
 
-@router.get("/profiles/{profileId}/audiences/{segment}/export")
+EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **problem_responses(ValidationFailed, UnknownSegment, UnknownCampaign),
+    200: {
+        "description": "The customer-list file: `meta` or `google` CSV, streamed",
+        "content": {"text/csv": {"example": META_HEADER + "\n"}},
+    },
+}
+
+
+@router.get("/profiles/{profileId}/audiences/{segment}/export", responses=EXPORT_RESPONSES)
 def export_audience(
     profileId: str,
     segment: str,
@@ -74,7 +86,9 @@ def download(
     )
 
 
-@router.post("/profiles/{profileId}/customers/opt-out")
+@router.post(
+    "/profiles/{profileId}/customers/opt-out", responses=problem_responses(MissingIdentifier)
+)
 def post_opt_out(
     profileId: str, body: PersonIn, merchant: CurrentMerchant, session: SessionDep
 ) -> dict[str, Any]:
@@ -83,7 +97,9 @@ def post_opt_out(
     return {"optedOut": count}
 
 
-@router.post("/profiles/{profileId}/customers/erase")
+@router.post(
+    "/profiles/{profileId}/customers/erase", responses=problem_responses(MissingIdentifier)
+)
 def post_erase(
     profileId: str, body: PersonIn, merchant: CurrentMerchant, session: SessionDep
 ) -> dict[str, Any]:
