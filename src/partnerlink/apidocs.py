@@ -41,7 +41,14 @@ MERCHANT_DOCS_URL = f"{MERCHANT_API_PREFIX}/docs"
 ASSETS_URL = "/docs/assets"
 SWAGGER_ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 
-PARTNER_TAGS = ("Consent-screen flow", "Pairing-code flow", "Stores", "Customers", "Orders")
+PARTNER_TAGS = (
+    "Consent-screen flow",
+    "Pairing-code flow",
+    "Stores",
+    "Customers",
+    "Orders",
+    "Partner platform",
+)
 
 PROBLEM_SCHEMA: dict[str, Any] = {
     "title": "Problem",

@@ -126,6 +126,7 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.audiences import web as audiences_web
     from partnerlink.connect import api as connect_api
     from partnerlink.connect import merchant_api as consent_merchant_api
+    from partnerlink.connect import platform_api
     from partnerlink.connect import web as connect_web
     from partnerlink.customers import api as customers_api
     from partnerlink.customers import merchant_api as customers_merchant_api
@@ -143,6 +144,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(orders_api.router, prefix="/v1")
     for router in (
         connect_api.router,
+        platform_api.router,
         pairing_api.router,
         stores_api.router,
         customers_api.router,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
@@ -33,10 +34,13 @@ def _message(error: dict[str, Any]) -> str:
     return message.removeprefix("Value error, ")
 
 
+def validation_errors(raw: Sequence[Any]) -> list[dict[str, str]]:
+    """CONTRACT.md §3's `errors` of a validation failure (pydantic's `errors()`)."""
+    return [{"field": field_name(e.get("loc", ())), "message": _message(e)} for e in raw]
+
+
 def problem_from_validation_error(error: RequestValidationError) -> JSONResponse:
-    errors = [
-        {"field": field_name(e.get("loc", ())), "message": _message(e)} for e in error.errors()
-    ]
+    errors = validation_errors(error.errors())
     missing = any(e.get("type") == "missing" for e in error.errors())
     first = errors[0] if errors else {"field": "body", "message": "invalid"}
     if first["message"] == "required":

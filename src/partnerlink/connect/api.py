@@ -50,7 +50,7 @@ def _require(**values: str) -> None:
         )
 
 
-def _partner(session: Session, client_id: str, client_secret: str, **others: str) -> Partner:
+def client_partner(session: Session, client_id: str, client_secret: str, **others: str) -> Partner:
     """Checks that every parameter is present (400), then the credentials (403)."""
     _require(client_id=client_id, client_secret=client_secret, **others)
     return service.authenticate_client(session, client_id=client_id, client_secret=client_secret)
@@ -70,7 +70,7 @@ def _partner(session: Session, client_id: str, client_secret: str, **others: str
 def create_integration_token(
     session: SessionDep, settings: SettingsDep, client_id: ClientId, client_secret: ClientSecret
 ) -> IntegrationTokenCreated:
-    partner = _partner(session, client_id, client_secret)
+    partner = client_partner(session, client_id, client_secret)
     value = service.create_integration_token(
         session, partner=partner, ttl_seconds=settings.integration_token_ttl_seconds
     )
@@ -95,7 +95,7 @@ def read_integration_status(
     client_secret: ClientSecret,
     integration_token: IntegrationTokenParam,
 ) -> IntegrationStatus:
-    partner = _partner(session, client_id, client_secret, integration_token=integration_token)
+    partner = client_partner(session, client_id, client_secret, integration_token=integration_token)
     status = service.integration_status(
         session, partner=partner, integration_token=integration_token
     )
@@ -127,7 +127,7 @@ def exchange_integration_token(
     client_secret: ClientSecret,
     integration_token: IntegrationTokenParam,
 ) -> ExchangedTokens:
-    partner = _partner(session, client_id, client_secret, integration_token=integration_token)
+    partner = client_partner(session, client_id, client_secret, integration_token=integration_token)
     issued = service.exchange_integration_token(
         session,
         partner=partner,
@@ -166,7 +166,7 @@ def refresh_access_token(
     _require(grant_type=grant_type)
     if grant_type != "refresh_token":
         raise InvalidGrantType()
-    partner = _partner(session, client_id, client_secret, code=code)
+    partner = client_partner(session, client_id, client_secret, code=code)
     access, expires_at = service.refresh_access_token(
         session,
         partner=partner,
