@@ -6,8 +6,10 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
+from partnerlink.orders.batch import OrderBatchIn, apply_batch
 from partnerlink.orders.pipeline import Pipeline, pipeline_for
 from partnerlink.orders.schemas import OrderAccepted, OrderIn
 from partnerlink.orders.service import (
@@ -17,7 +19,13 @@ from partnerlink.orders.service import (
     accept_orders,
     read_order,
 )
-from partnerlink.problems import InvalidToken, NotFound, field_problem, problem_responses
+from partnerlink.problems import (
+    InvalidToken,
+    NotFound,
+    PayloadTooLarge,
+    field_problem,
+    problem_responses,
+)
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 from partnerlink.tokens.deps import (
     BEARER_DOCS,
@@ -25,6 +33,7 @@ from partnerlink.tokens.deps import (
     LegacyAccessToken,
     presented_access_token,
 )
+from partnerlink.tokens.service import authenticate_access_token
 
 router = APIRouter(tags=["Orders"])
 
@@ -83,6 +92,70 @@ async def post_order(
     # and share thread hops (see pipeline.py).
     await order_pipeline(request.app).run(OrderPost(token=token, order=order))
     return Response(ACCEPTED, media_type="application/json")
+
+
+@router.post(
+    "/orders/batch",
+    summary="Send up to 1,000 orders at once",
+    responses={
+        200: {
+            "description": "One result per order, in the request's order.",
+            "content": {
+                "application/json": {
+                    "example": {
+                        "statusCode": 200,
+                        "results": [
+                            {"orderId": "A-1001", "status": 200},
+                            {
+                                "orderId": "A-1002",
+                                "status": 400,
+                                "errors": [{"field": "orderCurrency", "message": "required"}],
+                            },
+                        ],
+                    }
+                }
+            },
+        },
+        **problem_responses(
+            field_problem("orders", "List should have at least 1 item after validation, not 0"),
+            InvalidToken,
+            PayloadTooLarge,
+            ServiceBusy,
+        ),
+    },
+    openapi_extra=BEARER_DOCS,
+)
+async def post_order_batch(
+    batch: OrderBatchIn,
+    request: Request,
+    token: Annotated[str, Depends(authenticated_token)],
+) -> dict[str, Any]:
+    """Each order is validated and stored exactly as `POST /v1/orders` would: same
+    fields and rules, same customer matching, same e-receipt (one SMS per closed order
+    with a phone when the store has e-receipts on). An invalid order gets `status` 400
+    with its `errors` and is not stored; the others are. Re-sending an `orderId`
+    updates it, so a whole batch may be retried.
+
+    The body counts against `PARTNERLINK_MAX_BODY_BYTES` (default 1 MiB) like every
+    request: a larger body answers 413 `payload_too_large` and stores nothing. 1,000
+    orders of ~1 KB each exceed it: send smaller batches, or raise the setting.
+    """
+    results = await apply_batch(order_pipeline(request.app), token=token, orders=batch.orders)
+    return {"statusCode": 200, "results": results}
+
+
+async def authenticated_token(request: Request) -> str:
+    """The caller's access token, checked against the database before the batch is read
+    (403 even when no order of the batch is valid), in a short session of its own: the
+    pipeline then needs the connection (SQLite has one)."""
+    token = await presented_token(request)
+    await run_in_threadpool(_authenticate, request.app, token)
+    return token
+
+
+def _authenticate(app: FastAPI, token: str) -> None:
+    with app.state.sessionmaker() as session:
+        authenticate_access_token(session, token)
 
 
 def order_pipeline(app: FastAPI) -> Pipeline:
