@@ -81,13 +81,11 @@ def test_receipt_follows_green_invoices_at_the_time_the_order_is_stored(
     assert len(receipts(session)) == 1
 
 
-def test_unusable_phone_records_a_failed_receipt_with_its_reason(
+def test_unusable_phone_queues_no_receipt(
     client: TestClient, shop: ConnectedStoreFixture, session: Session
 ) -> None:
     post(client, shop.auth, order_body(customerPhoneNumber="12"))
-    [receipt] = receipts(session)
-    assert receipt.status == "failed" and receipt.to_phone is None
-    assert receipt.last_error and "unusable phone number" in receipt.last_error
+    assert receipts(session) == []
 
 
 def test_phone_is_normalized_to_e164_in_the_stores_country(
