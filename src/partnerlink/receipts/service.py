@@ -32,6 +32,11 @@ PENDING, SENT, FAILED = "pending", "sent", "failed"
 KEY_BYTES = 16  # 128 bits: the link cannot be guessed from the partner's order id
 
 
+def is_closed(order_status: str | None) -> bool:
+    """`orderStatus` CLOSED, in any letter case ("closed", "Closed"); the order keeps it as sent."""
+    return order_status is not None and order_status.isascii() and order_status.upper() == CLOSED
+
+
 def receipt_phone(
     *,
     green_invoices: bool,
@@ -41,11 +46,11 @@ def receipt_phone(
 ) -> str | None:
     """The number an e-receipt goes to (E.164), or None when none is due.
 
-    The three conditions of SPEC.md: receipts on, order CLOSED, a customer
-    phone. A phone that does not parse (in the store's country when it has no
+    The three conditions of SPEC.md: receipts on, order CLOSED (in any letter
+    case), a customer phone. A phone that does not parse (in the store's country when it has no
     `+`) counts as none (CONTRACT.md §6): no receipt, no SMS.
     """
-    if not green_invoices or order_status != CLOSED:
+    if not green_invoices or not is_closed(order_status):
         return None
     return normalize_phone(phone, default_region)
 
