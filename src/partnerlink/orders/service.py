@@ -28,7 +28,7 @@ from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
+from partnerlink.problems import Forbidden, InvalidToken, NotFound
 from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_phone
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
@@ -39,12 +39,6 @@ from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
 class ReceiptsDisabled(Forbidden):
     code = "receipts_disabled"
     detail = "E-receipts are turned off for this store."
-
-
-class ServiceBusy(DomainError):
-    status = 503
-    code = "busy"
-    detail = "The database is busy; retry shortly with exponential backoff."
 
 
 @dataclass(frozen=True, slots=True)
