@@ -141,7 +141,10 @@ def formatted(phone: str | None, rng: random.Random) -> str | None:
 
 
 def records(count: int) -> Iterator[Any]:
-    """~3% duplicates (re-typed, same person), ~1% bad records, the rest distinct people."""
+    """~3% duplicates (re-typed, same person), ~1% bad records, the rest distinct people.
+
+    Every element is an object: a non-object element makes the whole file invalid.
+    """
     rng = random.Random(42)
     distinct = 0
     for _ in range(count):
@@ -152,7 +155,7 @@ def records(count: int) -> Iterator[Any]:
                     {"firstName": "Nobody"},
                     {"email": "not-an-email", "firstName": "Bad"},
                     {"email": "bad@", "phoneNumber": "12"},
-                    "not an object",
+                    {"email": None, "city": "Nowhere"},
                     {"phoneNumber": "call me"},
                 ]
             )
@@ -171,7 +174,7 @@ def records(count: int) -> Iterator[Any]:
 
 
 def ensure_file(count: int, directory: Path) -> Path:
-    path = directory / f"customers-{count}.json"
+    path = directory / f"customers-{count}-objects.json"
     if path.exists():
         return path
     partial = path.with_suffix(".part")

@@ -25,7 +25,7 @@ from tests.orders.builders import order_body
 pytestmark = pytest.mark.slow
 
 CLIENTS = 200
-RETRYABLE = {503}
+RETRYABLE = {500}  # `unavailable`, with Retry-After
 
 
 @pytest.fixture

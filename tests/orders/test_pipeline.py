@@ -14,7 +14,7 @@ from sqlalchemy.pool import QueuePool
 from partnerlink.db.engine import make_engine
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.pipeline import BATCH, Pipeline
-from partnerlink.orders.service import ServiceBusy
+from partnerlink.problems import Unavailable
 from tests.conftest import ON_POSTGRES
 
 
@@ -122,8 +122,8 @@ def test_a_pipeline_always_has_one_slot(engine: Engine, slots: int) -> None:
     assert Pipeline(engine, slots=slots).slots == 1
 
 
-def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
-    """An exhausted pool answers every waiting order 503 `busy`, retryable, none stored."""
+def test_no_free_connection_refuses_the_batch_as_unavailable(tmp_path: Path) -> None:
+    """An exhausted pool answers every waiting order 500 `unavailable`, retryable, none stored."""
     engine = create_engine(
         f"sqlite:///{tmp_path / 'busy.db'}",
         poolclass=QueuePool,
@@ -143,7 +143,7 @@ def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
         results = asyncio.run(main())
     finally:
         held.close()
-    assert all(isinstance(result, ServiceBusy) for result in results)
+    assert all(isinstance(result, Unavailable) for result in results)
     assert all(result.headers == {"Retry-After": "1"} for result in results)  # type: ignore[union-attr]
 
 

@@ -28,8 +28,8 @@ from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
-from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_due
+from partnerlink.problems import Forbidden, InvalidToken, NotFound
+from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_phone
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import apply_store_profile_sql, load_store
@@ -39,12 +39,6 @@ from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
 class ReceiptsDisabled(Forbidden):
     code = "receipts_disabled"
     detail = "E-receipts are turned off for this store."
-
-
-class ServiceBusy(DomainError):
-    status = 503
-    code = "busy"
-    detail = "The database is busy; retry shortly with exponential backoff."
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +106,21 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     for position, (one, values, order_pk) in enumerate(
         zip(admitted, columns, order_pks, strict=True)
     ):
-        if order_pk is not None and receipt_due(
+        if order_pk is None:  # an older version: acknowledged, not applied
+            continue
+        to_phone = receipt_phone(
             green_invoices=one.store.green_invoices,
             order_status=values["order_status"],
             phone=one.order.customerPhoneNumber,
-        ):
+            default_region=one.store.country_code,
+        )
+        if to_phone is not None:
             due[position] = DueReceipt(
                 order_pk=order_pk,
                 store_id=one.caller.store_id,
                 order_id=one.order.orderId,
                 store_name=one.store.name,
-                phone=one.order.customerPhoneNumber or "",
-                default_region=one.store.country_code,
+                to_phone=to_phone,
             )
     queued = dict(zip(due, queue_receipts(sql, list(due.values()), settings=settings), strict=True))
 
