@@ -27,7 +27,9 @@ def _stored_phone(session: Session, store_id: str) -> str | None:
     session.expire_all()
     store = session.get(Store, store_id)
     assert store is not None
-    return store.phone_number
+    phone = store.phone_number
+    session.rollback()  # the app's requests need the (SQLite) connection
+    return phone
 
 
 def _post(client: TestClient, shop: ConnectedStoreFixture, body: dict[str, Any]) -> Any:
@@ -116,5 +118,6 @@ def test_an_order_snapshot_keeps_the_store_phone_in_e164(
 
     assert _stored_phone(session, shop.store.id) == "+12175550100"
     assert stored_order(session).store_snapshot["storePhoneNumber"] == "+12175550100"
+    session.rollback()
     shown = client.get("/v1/orders", params={"orderId": body["orderId"]}, headers=shop.auth)
     assert shown.json()["store"]["storePhoneNumber"] == "+12175550100"
