@@ -171,8 +171,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         return problem_from(error)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
-        return problem_from_validation_error(error)
+    async def _validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        return problem_from_validation_error(error, request.headers.get("content-type"))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Any:

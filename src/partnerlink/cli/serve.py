@@ -13,10 +13,9 @@ import typer
 import uvicorn
 import uvicorn.config
 
-from partnerlink.cli.common import JsonOption, console, load_settings
+from partnerlink.cli.common import JsonOption, console, load_settings, migrate
 from partnerlink.cli.serving import run_server
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.db.migrate import upgrade
 from partnerlink.security.redaction import install_log_redaction
 
 
@@ -35,7 +34,7 @@ def serve(
 ) -> None:
     """Migrate the database if needed, then serve everything on one port."""
     settings = load_settings()
-    upgrade(settings.database_url)
+    migrate(settings)
     settings.signing_key  # noqa: B018 - create data/secret.key once, before workers race for it
     if workers <= 0:
         workers = 1 if settings.is_sqlite else (os.cpu_count() or 1)
@@ -98,7 +97,7 @@ def worker(json_output: bool = JsonOption) -> None:
     logging.basicConfig(level=logging.INFO)
     install_log_redaction()
     settings = load_settings()
-    upgrade(settings.database_url)
+    migrate(settings)
     engine = make_engine(settings.database_url)
     background = BackgroundWorker(make_sessionmaker(engine), settings)
     stopped = threading.Event()

@@ -7,7 +7,14 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-from partnerlink.cli.common import JsonOption, console, err_console, print_json, unit_of_work
+from partnerlink.cli.common import (
+    CommandFailed,
+    JsonOption,
+    console,
+    err_console,
+    print_json,
+    unit_of_work,
+)
 from partnerlink.orders.touches import import_touches
 
 app = typer.Typer(no_args_is_help=True)
@@ -23,8 +30,7 @@ def import_(
 ) -> None:
     """Import ad touches; rejected lines are counted and listed by line number."""
     if not file.is_file():
-        err_console.print(f"[red]error:[/red] no such file: {file}")
-        raise typer.Exit(1)
+        raise CommandFailed(f"no such file: {file}", code="no_such_file")
     size = file.stat().st_size
     show_progress = not json_output and size >= PROGRESS_FROM_BYTES
     with (
@@ -49,7 +55,10 @@ def import_(
 
         result = import_touches(session, handle, checkpoint=checkpoint)
     if json_output:
-        print_json({"imported": result.imported, "rejected": result.rejected})
+        # `errors` holds the first rejected lines (orders/touches.py keeps 1,000);
+        # `rejected` is the exact count.
+        errors = [{"line": number, "reason": reason} for number, reason in result.rejections]
+        print_json({"imported": result.imported, "rejected": result.rejected, "errors": errors})
         return
     console.print(f"Imported {result.imported} touches; rejected {result.rejected}.")
     for number, reason in result.rejections[:SHOWN_REJECTIONS]:
