@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -28,3 +29,19 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
         time.sleep(interval)
+
+
+def wait_past(moment: datetime) -> None:
+    """Waits until the clock the service reads (UTC wall time) has passed `moment`.
+
+    For something to expire at its own time: a token made before `created` with a
+    lifetime of `ttl` has expired once `created + ttl` is past, however long the
+    steps in between took.
+    """
+    left = (moment - datetime.now(UTC)).total_seconds()
+    wait_for(
+        lambda: datetime.now(UTC) > moment,
+        max(left, 0) + 60,
+        f"the clock past {moment.isoformat()}",
+        interval=0.05,
+    )
