@@ -132,7 +132,7 @@ def free_port() -> int:
 # What a server that found its port taken after all says before it exits: uvicorn's
 # single process, `partnerlink serve --workers N`.
 PORT_TAKEN = ("address already in use", "cannot listen on")
-START_TIMEOUT = 120  # seconds; a server starts in 2-3 s on an idle machine
+START_TIMEOUT = 300  # seconds: 2-3 s on an idle machine, over a minute on a very busy one
 
 
 class LiveServer:
