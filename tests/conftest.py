@@ -164,10 +164,16 @@ class LiveServer:
         )
 
     def start(self) -> None:
-        for _ in range(5):
-            if self._launch():
-                return
-            self._move_to(free_port())
+        try:
+            for _ in range(5):
+                if self._launch():
+                    return
+                self._move_to(free_port())
+        except BaseException:
+            # A server that gave up on here may still come up later: it must not go on
+            # serving (and running the background worker on) this run's database.
+            self.stop()
+            raise
         raise RuntimeError(f"every port tried was taken: {self.logs()}")
 
     def _launch(self) -> bool:
