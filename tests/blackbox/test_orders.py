@@ -566,7 +566,7 @@ def receipts(box: Box, cast: Cast, green: Connected, shop: Connected) -> Receipt
         mine = {m["orderId"] for m in messages}
         return messages if {ids["sent"], ids["later_closed"]} <= mine else None
 
-    return Receipts(green, list(box.wait_for(listed_all, timeout=20, interval=1)), ids)
+    return Receipts(green, list(box.wait_for(listed_all, timeout=120, interval=1)), ids)
 
 
 def test_sms_list_rows_carry_the_contract_keys_newest_first(receipts: Receipts) -> None:

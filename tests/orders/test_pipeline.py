@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +35,13 @@ def roomy_engine(tmp_path: Path) -> Engine:
     )
 
 
+async def drained(pipeline: Pipeline) -> None:
+    """Lets the drains finish after answering: at once when idle, seconds when busy."""
+    deadline = time.monotonic() + 60
+    while pipeline.drains and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
 def run_three_batches(engine: Engine) -> tuple[set[int], int]:
     """Three batches' worth of jobs at once, one drain: the connections they ran on, and
     how many times the pool handed one out."""
@@ -47,10 +55,7 @@ def run_three_batches(engine: Engine) -> tuple[set[int], int]:
     async def main() -> None:
         pipeline = Pipeline(engine, slots=1)
         await asyncio.gather(*(pipeline.run(job) for _ in range(3 * BATCH)))
-        for _ in range(100):  # let the drain finish after answering
-            if not pipeline.drains:
-                break
-            await asyncio.sleep(0.01)
+        await drained(pipeline)
 
     asyncio.run(main())
     pool: QueuePool = engine.pool  # type: ignore[assignment]
@@ -107,10 +112,7 @@ def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
     async def main() -> None:
         pipeline = Pipeline(engine, slots=2)
         await asyncio.gather(*(pipeline.run(job) for _ in range(5 * BATCH)))
-        for _ in range(100):  # let the last drain finish after answering
-            if not pipeline.drains:
-                break
-            await asyncio.sleep(0.01)
+        await drained(pipeline)
         assert pipeline.drains == set() and not pipeline.queue
 
     asyncio.run(main())
