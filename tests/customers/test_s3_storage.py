@@ -265,8 +265,8 @@ def test_live_server_with_its_worker_ingests_from_the_bucket(
         "PARTNERLINK_WORKER_POLL_SECONDS": "0.1",
     }
     server = LiveServer(env)
-    server.start()
     try:
+        server.start()
         url = httpx.get(f"{server.url}/v1/customers", headers=connected.auth).json()["uploadUrl"]
         response = httpx.put(url, content=json.dumps(RECORDS).encode(), timeout=30)
         assert response.status_code == 200, response.text

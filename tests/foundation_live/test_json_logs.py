@@ -32,8 +32,8 @@ def test_every_line_is_json_with_request_fields_and_no_token(
 ) -> None:
     connected = create_connected_store(session)
     server = LiveServer({**live_env, "PARTNERLINK_LOG_FORMAT": "json"})
-    server.start()
     try:
+        server.start()
         legacy = httpx.get(
             f"{server.url}/v1/customers",
             params={"access_token": connected.access_token},

@@ -24,8 +24,8 @@ READYZ = re.compile(
 @pytest.fixture
 def two_processes(live_env: dict[str, str]) -> Iterator[LiveServer]:
     server = LiveServer(live_env, workers=2)
-    server.start()
     try:
+        server.start()
         yield server
     finally:
         server.stop()
