@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
     )
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(Metrics)
+    app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from partnerlink.log_format import CURRENT_REQUEST, RequestLog, request_id_from
 from partnerlink.problems import PROBLEM_MEDIA_TYPE, problem_body
 
 REQUESTS = Counter(
@@ -137,10 +138,15 @@ class SecurityHeaders:
 
 
 class Metrics:
-    """Counts requests by route template (not raw path, which would explode cardinality)."""
+    """Counts requests by route template (not raw path, which would explode cardinality).
 
-    def __init__(self, app: ASGIApp) -> None:
+    With `request_log` (JSON logs) it also makes the request known to its log
+    lines: a request id, when it started, and its route template.
+    """
+
+    def __init__(self, app: ASGIApp, request_log: bool = False) -> None:
         self.app = app
+        self.request_log = request_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -148,6 +154,12 @@ class Metrics:
             return
         started = time.perf_counter()
         status = 500
+        if self.request_log:
+            CURRENT_REQUEST.set(
+                RequestLog(
+                    request_id_from(scope["headers"]), started, lambda: route_template(scope)
+                )
+            )
 
         async def capture(message: Message) -> None:
             nonlocal status
