@@ -25,7 +25,7 @@ from partnerlink.customers.service import (
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import window_start
+from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
@@ -104,9 +104,9 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
         _columns(sql, one.order, caller=one.caller, customer=customer, settings=settings)
         for one, customer in zip(admitted, customers, strict=True)
     ]
-    order_pks: list[int | None] = [
-        None if row is None else row[0] for row in sql.first_rows(queries.UPSERT_ORDER, columns)
-    ]
+    rows = sql.first_rows(queries.UPSERT_ORDER, columns)
+    order_pks: list[int | None] = [None if row is None else row[0] for row in rows]
+    _reclassify_later_orders(sql, columns, rows, settings=settings)
 
     due: dict[int, DueReceipt] = {}  # by position in `admitted`
     for position, (one, values, order_pk) in enumerate(
@@ -130,6 +130,25 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     for position, (one, order_pk) in enumerate(zip(admitted, order_pks, strict=True)):
         outcomes[one.index] = (True, StoredOrder(order_pk, queued.get(position, False)))
     return outcomes
+
+
+def _reclassify_later_orders(
+    sql: Sql, columns: list[dict[str, Any]], rows: list[Any], *, settings: Settings
+) -> None:
+    """An order older than its customer's newest one arrived late: that customer's later
+    orders were classified without it (CONTRACT.md §6), so they are classified again.
+    Only then: an order in time order costs nothing more than its upsert."""
+    late: dict[str, set[int]] = {}
+    for values, row in zip(columns, rows, strict=True):
+        if row is not None and row[1] and values["customer_id"] is not None:
+            late.setdefault(values["profile_id"], set()).add(values["customer_id"])
+    for profile_id, customer_ids in late.items():
+        reclassify_customers(
+            sql,
+            profile_id=profile_id,
+            customer_ids=customer_ids,
+            window_days=settings.attribution_window_days,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +223,8 @@ def _columns(
         columns.update(match_email=None, match_phone=None, window_start=None)
     else:
         ordered_at = order.createdAt.astimezone(UTC)
-        columns["match_email"] = customer.email
-        columns["match_phone"] = customer.phone_number
+        columns["match_email"] = identifier_hash(customer.email)
+        columns["match_phone"] = identifier_hash(customer.phone_number)
         columns["window_start"] = sql.time(
             window_start(ordered_at, settings.attribution_window_days)
         )
