@@ -98,7 +98,8 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
             continue
         admitted.append(_Admitted(index, post.order, caller, store))
 
-    customers = resolve_customers(sql, [_customer_of(one) for one in admitted])
+    rekeyed: set[int] = set()  # customers whose email or phone changed: touches match anew
+    customers = resolve_customers(sql, [_customer_of(one) for one in admitted], rekeyed)
 
     columns = [
         _columns(sql, one.order, caller=one.caller, customer=customer, settings=settings)
@@ -106,7 +107,7 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     ]
     rows = sql.first_rows(queries.UPSERT_ORDER, columns)
     order_pks: list[int | None] = [None if row is None else row[0] for row in rows]
-    _reclassify_later_orders(sql, columns, rows, settings=settings)
+    _reclassify_late(sql, columns, rows, rekeyed, settings=settings)
 
     due: dict[int, DueReceipt] = {}  # by position in `admitted`
     for position, (one, values, order_pk) in enumerate(
@@ -132,16 +133,24 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     return outcomes
 
 
-def _reclassify_later_orders(
-    sql: Sql, columns: list[dict[str, Any]], rows: list[Any], *, settings: Settings
+def _reclassify_late(
+    sql: Sql,
+    columns: list[dict[str, Any]],
+    rows: list[Any],
+    rekeyed: set[int],
+    *,
+    settings: Settings,
 ) -> None:
-    """An order older than its customer's newest one arrived late: that customer's later
-    orders were classified without it (CONTRACT.md §6), so they are classified again.
-    Only then: an order in time order costs nothing more than its upsert."""
+    """Classifies again the orders of customers whose earlier classes were computed without
+    data that came now (CONTRACT.md §6): an order older than the customer's newest one
+    (new -> returning for the later ones), and an email or phone the customer did not have
+    (touches naming it now match). Only then: an order in time order, from a customer
+    already known by its identifiers, costs nothing more than its upsert."""
     late: dict[str, set[int]] = {}
     for values, row in zip(columns, rows, strict=True):
-        if row is not None and row[1] and values["customer_id"] is not None:
-            late.setdefault(values["profile_id"], set()).add(values["customer_id"])
+        customer_id = values["customer_id"]
+        if customer_id is not None and ((row is not None and row[1]) or customer_id in rekeyed):
+            late.setdefault(values["profile_id"], set()).add(customer_id)
     for profile_id, customer_ids in late.items():
         reclassify_customers(
             sql,
