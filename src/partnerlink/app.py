@@ -50,6 +50,7 @@ _MOUNTED_PREFIXES = (
     "/static",
 )
 UPLOAD_PATH_PREFIX = "/v1/uploads/"
+TOUCHES_MAX_BYTES = 8 * 1024 * 1024
 
 API_DESCRIPTION = """
 The partner API of PartnerLink. Connect a merchant's store by the **consent-screen
@@ -117,7 +118,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # real requests, and the orders' fast lane (innermost) works inside all three.
     app.add_middleware(OrdersFastLane)
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        exempt_prefixes=(UPLOAD_PATH_PREFIX,),
+        # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
+        larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Metrics)
@@ -147,6 +152,7 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.connect import web as connect_web
     from partnerlink.customers import api as customers_api
     from partnerlink.customers import merchant_api as customers_merchant_api
+    from partnerlink.measurement import api as measurement_api
     from partnerlink.merchant import api as merchant_api
     from partnerlink.merchant import web as merchant_web
     from partnerlink.orders import api as orders_api
@@ -172,6 +178,7 @@ def _include_routers(app: FastAPI) -> None:
         pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
+        measurement_api.router,
     ):
         app.include_router(router, prefix="/merchant/api", include_in_schema=False)
     app.include_router(connect_web.router, include_in_schema=False)

@@ -9,6 +9,7 @@ in the caller's transaction.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[Touch
     for campaign_id, starts_at in first.items():
         if campaign_id in known:
             continue
-        try:
+        with contextlib.suppress(CampaignExists):  # another import created it meanwhile
             create_campaign(
                 session,
                 profile_id=profile_id,
@@ -109,8 +110,6 @@ def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[Touch
                 ends_at=None,
                 holdout_percent=0,
             )
-        except CampaignExists:
-            pass  # another import created it meanwhile
 
 
 @dataclass(frozen=True, slots=True)
