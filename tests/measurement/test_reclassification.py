@@ -101,7 +101,7 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
         else:
             fields.update(customerEmail=email, customerPhoneNumber=phone)
         events.append(("order", (f"o{n}", fields)))
-    for n in range(8):
+    for _n in range(8):
         batch = []
         for _ in range(rng.randrange(1, 4)):
             email, phone = rng.choice(people)

@@ -16,7 +16,7 @@ from partnerlink.orders.conversion import NEW
 from partnerlink.orders.models import Order
 
 
-def campaigns_of(profile_id: str) -> Select[tuple[Campaign]]:
+def campaigns_of(profile_id: str) -> Select[Campaign]:
     return (
         select(Campaign)
         .where(Campaign.profile_id == profile_id)
@@ -24,19 +24,19 @@ def campaigns_of(profile_id: str) -> Select[tuple[Campaign]]:
     )
 
 
-def campaign_ids(profile_id: str, wanted: Iterable[str]) -> Select[tuple[str]]:
+def campaign_ids(profile_id: str, wanted: Iterable[str]) -> Select[str]:
     return select(Campaign.campaign_id).where(
         Campaign.profile_id == profile_id, Campaign.campaign_id.in_(list(wanted))
     )
 
 
-def find_campaign(profile_id: str, campaign_id: str) -> Select[tuple[Campaign]]:
+def find_campaign(profile_id: str, campaign_id: str) -> Select[Campaign]:
     return select(Campaign).where(
         Campaign.profile_id == profile_id, Campaign.campaign_id == campaign_id
     )
 
 
-def customer_identifiers(profile_id: str) -> Select[tuple[int, str | None, str | None]]:
+def customer_identifiers(profile_id: str) -> Select[int, str | None, str | None]:
     return select(Customer.id, Customer.email, Customer.phone_number).where(
         Customer.profile_id == profile_id
     )
@@ -55,7 +55,7 @@ def _in_period(profile_id: str, start: datetime, end: datetime) -> list[ColumnEl
 
 def orders_by_day(
     session: Session, profile_id: str, start: datetime, end: datetime
-) -> Select[tuple[Any, str, str | None, str, int, int]]:
+) -> Select[Any, str, str | None, str, int, int]:
     """Counts and revenue by (day, class, campaign, currency): one pass over the period."""
     day = _day(session)
     return (
@@ -74,7 +74,7 @@ def orders_by_day(
 
 def new_customers_by_campaign(
     profile_id: str, start: datetime, end: datetime
-) -> Select[tuple[str | None, int]]:
+) -> Select[str | None, int]:
     return (
         select(Order.campaign_id, func.count(distinct(Order.customer_id)))
         .where(*_in_period(profile_id, start, end), Order.conversion == NEW)
@@ -82,7 +82,7 @@ def new_customers_by_campaign(
     )
 
 
-def customers_before(profile_id: str, moment: datetime) -> Select[tuple[int]]:
+def customers_before(profile_id: str, moment: datetime) -> Select[int]:
     return select(Customer.id).where(
         Customer.profile_id == profile_id, Customer.created_at < moment
     )
@@ -90,7 +90,7 @@ def customers_before(profile_id: str, moment: datetime) -> Select[tuple[int]]:
 
 def spend_by_customer(
     profile_id: str, start: datetime, end: datetime
-) -> Select[tuple[int, str, int]]:
+) -> Select[int | None, str, int]:
     """What each customer bought in [start, end], by currency (anonymous orders left out)."""
     return (
         select(Order.customer_id, Order.order_currency, func.sum(Order.order_price))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -98,7 +99,7 @@ def results(session: Session, *, profile_id: str, start: date, end: date) -> dic
             campaign_orders[campaign_id] += count
             campaign_money[campaign_id][currency] += amount
     low, high = _bounds(start, end)
-    new_customers = dict(
+    new_customers: dict[str | None, int] = dict(
         session.execute(queries.new_customers_by_campaign(profile_id, low, high)).tuples().all()
     )
     campaigns = {c.campaign_id: c.name for c in session.scalars(queries.campaigns_of(profile_id))}
@@ -154,6 +155,13 @@ def campaign_of(session: Session, *, profile_id: str, campaign_id: str) -> Campa
     return campaign
 
 
+@dataclass
+class _Group:
+    customers: int = 0
+    buyers: int = 0
+    money: Counter[str] = field(default_factory=Counter)
+
+
 def lift(session: Session, campaign: Campaign) -> dict[str, Any]:
     """Test against control over the customers known before the campaign started."""
     if campaign.holdout_percent <= 0:
@@ -165,38 +173,28 @@ def lift(session: Session, campaign: Campaign) -> dict[str, Any]:
     for customer_id, currency, amount in session.execute(
         queries.spend_by_customer(profile_id, start, end)
     ):
-        spend[customer_id][currency] = int(amount or 0)
-    groups = {
-        name: {"customers": 0, "buyers": 0, "money": Counter[str]()} for name in ("test", "control")
-    }
+        if customer_id is not None:
+            spend[customer_id][currency] = int(amount or 0)
+    groups = {"test": _Group(), "control": _Group()}
     for customer_id in session.scalars(queries.customers_before(profile_id, start)):
-        group = groups[
-            "control"
-            if is_control(campaign.salt, customer_id, campaign.holdout_percent)
-            else "test"
-        ]
-        group["customers"] += 1
+        control = is_control(campaign.salt, customer_id, campaign.holdout_percent)
+        group = groups["control" if control else "test"]
+        group.customers += 1
         bought = spend.get(customer_id)
         if bought:
-            group["buyers"] += 1
-            group["money"].update(bought)
-    test, control = groups["test"], groups["control"]
+            group.buyers += 1
+            group.money.update(bought)
+    test, held_out = groups["test"], groups["control"]
     answer: dict[str, Any] = {
         "campaignId": campaign.campaign_id,
         "from": start.isoformat(),
         "to": end.isoformat(),
         **{
-            name: {
-                "customers": g["customers"],
-                "buyers": g["buyers"],
-                "revenue": _money(g["money"]),
-            }
+            name: {"customers": g.customers, "buyers": g.buyers, "revenue": _money(g.money)}
             for name, g in groups.items()
         },
     }
-    answer.update(
-        _rates(test["buyers"], test["customers"], control["buyers"], control["customers"])
-    )
+    answer.update(_rates(test.buyers, test.customers, held_out.buyers, held_out.customers))
     return answer
 
 

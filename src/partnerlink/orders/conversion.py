@@ -119,8 +119,8 @@ def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], window_days
         by_customer[customer_id].append((order_pk, stored_time(ordered_at), conversion, campaign))
     updates: list[dict[str, Any]] = []
     for customer_id, its_orders in by_customer.items():
-        email_hash, phone_hash = hashes.get(customer_id, (None, None))
-        touches = sorted({*touches_by_key.get(email_hash, ()), *touches_by_key.get(phone_hash, ())})
+        keys = [key for key in hashes.get(customer_id, (None, None)) if key is not None]
+        touches = sorted({touch for key in keys for touch in touches_by_key.get(key, ())})
         first = min(ordered_at for _, ordered_at, _, _ in its_orders)
         for order_pk, ordered_at, conversion, campaign in its_orders:
             wanted = classify(ordered_at, first, touches, window_days)
