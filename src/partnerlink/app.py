@@ -153,6 +153,7 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.customers import api as customers_api
     from partnerlink.customers import merchant_api as customers_merchant_api
     from partnerlink.measurement import api as measurement_api
+    from partnerlink.measurement import web as measurement_web
     from partnerlink.merchant import api as merchant_api
     from partnerlink.merchant import web as merchant_web
     from partnerlink.orders import api as orders_api
@@ -183,6 +184,7 @@ def _include_routers(app: FastAPI) -> None:
         app.include_router(router, prefix="/merchant/api", include_in_schema=False)
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
+    app.include_router(measurement_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
 
