@@ -49,6 +49,7 @@ _MOUNTED_PREFIXES = (
     "/static",
 )
 UPLOAD_PATH_PREFIX = "/v1/uploads/"
+TOUCHES_MAX_BYTES = 8 * 1024 * 1024
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -97,7 +98,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # real requests, and the orders' fast lane (innermost) works inside all three.
     app.add_middleware(OrdersFastLane)
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        exempt_prefixes=(UPLOAD_PATH_PREFIX,),
+        # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
+        larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Metrics, request_log=settings.log_format == "json")
@@ -129,6 +134,8 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.connect import web as connect_web
     from partnerlink.customers import api as customers_api
     from partnerlink.customers import merchant_api as customers_merchant_api
+    from partnerlink.measurement import api as measurement_api
+    from partnerlink.measurement import web as measurement_web
     from partnerlink.merchant import api as merchant_api
     from partnerlink.merchant import web as merchant_web
     from partnerlink.orders import api as orders_api
@@ -155,12 +162,14 @@ def _include_routers(app: FastAPI) -> None:
         customers_merchant_api.router,
         orders_merchant_api.router,
         audiences_api.router,
+        measurement_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
     app.include_router(audiences_web.router, include_in_schema=False)
+    app.include_router(measurement_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
 

@@ -4,8 +4,9 @@ from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
+from partnerlink.measurement.models import Campaign, Touch
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
-from partnerlink.orders.models import Order, Touch
+from partnerlink.orders.models import Order
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
 from partnerlink.receipts.models import Receipt
@@ -14,6 +15,7 @@ from partnerlink.tokens.models import Connection, Token
 
 __all__ = [
     "Base",
+    "Campaign",
     "Connection",
     "Customer",
     "IntegrationToken",

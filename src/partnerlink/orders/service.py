@@ -25,7 +25,7 @@ from partnerlink.customers.service import (
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import window_start
+from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
@@ -92,15 +92,16 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
             continue
         admitted.append(_Admitted(index, post.order, caller, store))
 
-    customers = resolve_customers(sql, [_customer_of(one) for one in admitted])
+    rekeyed: set[int] = set()  # customers whose email or phone changed: touches match anew
+    customers = resolve_customers(sql, [_customer_of(one) for one in admitted], rekeyed)
 
     columns = [
         _columns(sql, one.order, caller=one.caller, customer=customer, settings=settings)
         for one, customer in zip(admitted, customers, strict=True)
     ]
-    order_pks: list[int | None] = [
-        None if row is None else row[0] for row in sql.first_rows(queries.UPSERT_ORDER, columns)
-    ]
+    rows = sql.first_rows(queries.UPSERT_ORDER, columns)
+    order_pks: list[int | None] = [None if row is None else row[0] for row in rows]
+    _reclassify_late(sql, columns, rows, rekeyed, settings=settings)
 
     due: dict[int, DueReceipt] = {}  # by position in `admitted`
     for position, (one, values, order_pk) in enumerate(
@@ -127,6 +128,33 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     for position, (one, order_pk) in enumerate(zip(admitted, order_pks, strict=True)):
         outcomes[one.index] = (True, StoredOrder(order_pk, queued.get(position, False)))
     return outcomes
+
+
+def _reclassify_late(
+    sql: Sql,
+    columns: list[dict[str, Any]],
+    rows: list[Any],
+    rekeyed: set[int],
+    *,
+    settings: Settings,
+) -> None:
+    """Classifies again the orders of customers whose earlier classes were computed without
+    data that came now (CONTRACT.md §6): an order older than the customer's newest one
+    (new -> returning for the later ones), and an email or phone the customer did not have
+    (touches naming it now match). Only then: an order in time order, from a customer
+    already known by its identifiers, costs nothing more than its upsert."""
+    late: dict[str, set[int]] = {}
+    for values, row in zip(columns, rows, strict=True):
+        customer_id = values["customer_id"]
+        if customer_id is not None and ((row is not None and row[1]) or customer_id in rekeyed):
+            late.setdefault(values["profile_id"], set()).add(customer_id)
+    for profile_id, customer_ids in late.items():
+        reclassify_customers(
+            sql,
+            profile_id=profile_id,
+            customer_ids=customer_ids,
+            window_days=settings.attribution_window_days,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +229,8 @@ def _columns(
         columns.update(match_email=None, match_phone=None, window_start=None)
     else:
         ordered_at = order.createdAt.astimezone(UTC)
-        columns["match_email"] = customer.email
-        columns["match_phone"] = customer.phone_number
+        columns["match_email"] = identifier_hash(customer.email)
+        columns["match_phone"] = identifier_hash(customer.phone_number)
         columns["window_start"] = sql.time(
             window_start(ordered_at, settings.attribution_window_days)
         )

@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
 from partnerlink.cli import app as cli_app
-from partnerlink.orders.models import Touch
+from partnerlink.measurement.models import Touch
+from partnerlink.orders.conversion import identifier_hash
 from partnerlink.settings import Settings
 from tests.factories import create_merchant_account, create_profile
 
@@ -62,9 +63,9 @@ def test_import_counts_and_lists_rejected_lines(
         assert f"line {error['line']}: {error['reason']}" in human.stdout
     touches = list(session.scalars(select(Touch).order_by(Touch.id)))
     session.rollback()
-    assert [(t.email, t.phone_number) for t in touches[:2]] == [
-        ("ada@example.com", None),
-        (None, "+14155550123"),
+    assert [(t.email_sha256, t.phone_sha256) for t in touches[:2]] == [
+        (identifier_hash("ada@example.com"), None),
+        (None, identifier_hash("+14155550123")),
     ]
     assert touches[0].touched_at.isoformat() == "2024-05-01T10:00:00+00:00"
 
@@ -87,7 +88,7 @@ def test_large_file_imports_with_progress(
     assert file.stat().st_size > 1_000_000
     result = run_cli(settings, "touches", "import", str(file))
     assert result.exit_code == 0
-    assert "Imported 11999 touches; rejected 1." in result.stdout
+    assert "Imported 11999 touches; rejected 1;" in result.stdout
     assert "line 5001: not valid JSON" in result.stdout
 
 
