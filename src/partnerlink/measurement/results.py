@@ -148,10 +148,15 @@ def results_csv(session: Session, *, profile_id: str, start: date, end: date) ->
     return out.getvalue()
 
 
+class UnknownCampaign(NotFound):
+    code = "unknown_campaign"
+    detail = "No such campaign in this profile."
+
+
 def campaign_of(session: Session, *, profile_id: str, campaign_id: str) -> Campaign:
     campaign = session.scalar(queries.find_campaign(profile_id, campaign_id))
     if campaign is None:
-        raise NotFound("No such campaign.")
+        raise UnknownCampaign()
     return campaign
 
 

@@ -4,7 +4,7 @@ Touches stored plain email and phone; they now keep only the lower-case hex
 SHA-256 of each (the normalized value), as ad platforms hand them out.
 Existing touches are hashed here, then the plain columns are dropped.
 
-Revision ID: 0008_h14
+Revision ID: 0009_h14
 Revises: 0007
 """
 
