@@ -145,10 +145,10 @@ def _include_routers(app: FastAPI) -> None:
     from partnerlink.connect import api as connect_api
     from partnerlink.connect import merchant_api as consent_merchant_api
     from partnerlink.connect import web as connect_web
+    from partnerlink.console import web as merchant_web
     from partnerlink.customers import api as customers_api
     from partnerlink.customers import merchant_api as customers_merchant_api
     from partnerlink.merchant import api as merchant_api
-    from partnerlink.merchant import web as merchant_web
     from partnerlink.orders import api as orders_api
     from partnerlink.orders import merchant_api as orders_merchant_api
     from partnerlink.pairing import api as pairing_api

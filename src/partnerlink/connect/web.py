@@ -5,7 +5,7 @@ keeps no cookie at all: what it must remember between forms (which integration
 token, which partner, which merchant signed in) travels in a signed, expiring
 form token bound to the integration token. The same token is the CSRF guard: a
 form post without a genuine token minted for this integration is refused (see
-web/consent.py). Each answer carries `frame-ancestors` with exactly the
+connect/consent_form.py). Each answer carries `frame-ancestors` with exactly the
 partner's registered origins.
 """
 
@@ -17,10 +17,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from partnerlink.deps import SettingsDep
-from partnerlink.problems import DomainError, Gone, NotFound, RateLimited, Unauthorized
-from partnerlink.settings import Settings
-from partnerlink.web.consent import (
+from partnerlink.connect.consent_form import (
     Consent,
     ConsentPost,
     ConsentRoute,
@@ -32,9 +29,12 @@ from partnerlink.web.consent import (
     load_consent,
     signin_page,
 )
+from partnerlink.connect.signin import authenticate_on_consent_screen
+from partnerlink.deps import SettingsDep
+from partnerlink.problems import DomainError, Gone, NotFound, RateLimited, Unauthorized
+from partnerlink.settings import Settings
 from partnerlink.web.pages import render
 from partnerlink.web.routing import PageSessionDep
-from partnerlink.web.signin import authenticate_on_consent_screen
 
 router = APIRouter(include_in_schema=False, route_class=ConsentRoute)
 

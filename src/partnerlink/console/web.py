@@ -2,7 +2,7 @@
 
 Server-rendered pages on the same services as the merchant JSON API; no
 JavaScript. Every change is a form post guarded by a session-bound CSRF token
-(web/console.py) and answered with a redirect, so reloading never repeats it;
+(console/deps.py) and answered with a redirect, so reloading never repeats it;
 the pairing code is the exception: it is shown once, on the answer to its post.
 """
 
@@ -14,10 +14,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from partnerlink.deps import SettingsDep
-from partnerlink.problems import DomainError, RateLimited, Unauthorized
-from partnerlink.security.client_address import client_address
-from partnerlink.web.console import (
+from partnerlink.console.context import profile_context, store_context
+from partnerlink.console.deps import (
     HOME_PATH,
     NOTICES,
     ConsoleForm,
@@ -26,6 +24,9 @@ from partnerlink.web.console import (
     check_origin,
     console_page,
 )
+from partnerlink.deps import SettingsDep
+from partnerlink.problems import DomainError, RateLimited, Unauthorized
+from partnerlink.security.client_address import client_address
 from partnerlink.web.pages import render
 from partnerlink.web.routing import PageSessionDep
 from partnerlink.web.security import (
@@ -33,7 +34,6 @@ from partnerlink.web.security import (
     session_cookie,
     set_session_cookie,
 )
-from partnerlink.web.store_page import profile_context, store_context
 
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
 
