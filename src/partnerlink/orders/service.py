@@ -27,9 +27,9 @@ from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import window_start
 from partnerlink.orders.models import Order
+from partnerlink.orders.receipt_outbox import DueReceipt, order_visible, queue_receipts, receipt_due
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
-from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_due
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import apply_store_profile_sql, load_store
