@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.merchant.service import create_manual_store, create_merchant, create_profile
+from partnerlink.pairing.service import reserve_pairing_code
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import register_partner, rotate_client_secret
 from partnerlink.security.passwords import hash_password
@@ -117,10 +118,6 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
 def _reserve_code(
     session: Session, *, settings: Settings, merchant: Merchant, store: Store
 ) -> tuple[int | None, str | None]:
-    try:
-        from partnerlink.pairing.service import reserve_pairing_code
-    except ImportError:  # the pairing capability is not installed in this build
-        return None, None
     reserved = reserve_pairing_code(
         session,
         settings=settings,

@@ -18,6 +18,8 @@ from partnerlink.cli.serving import run_server
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import upgrade
 from partnerlink.security.redaction import install_log_redaction
+from partnerlink.settings import SERVER_PROCESS_ENV
+from partnerlink.worker import BackgroundWorker
 
 
 def register(app: typer.Typer) -> None:
@@ -42,8 +44,6 @@ def serve(
     if not json_output:
         _print_banner(settings.public_url)
     install_log_redaction()
-    from partnerlink.app import SERVER_PROCESS_ENV
-
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
     run_server(
         "partnerlink.app:create_app",
@@ -93,8 +93,6 @@ def _print_banner(public_url: str) -> None:
 
 def worker(json_output: bool = JsonOption) -> None:
     """Run the background worker (uploads, e-receipts) as its own process."""
-    from partnerlink.worker import BackgroundWorker
-
     logging.basicConfig(level=logging.INFO)
     install_log_redaction()
     settings = load_settings()

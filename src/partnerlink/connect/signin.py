@@ -6,6 +6,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.service import authenticate_merchant, sign_in_budgets
 from partnerlink.problems import RateLimited, Unauthorized
 from partnerlink.security.client_address import client_address
 from partnerlink.security.rate_limit import FailureBudget
@@ -31,8 +32,6 @@ def authenticate_on_consent_screen(
     The per-email budget is the merchant API's own, so the consent screen gives
     an attacker no extra guesses at an account.
     """
-    from partnerlink.merchant.service import authenticate_merchant, sign_in_budgets
-
     by_email, _ = sign_in_budgets(settings.rate_limit_storage)
     by_address = consent_address_budget(settings)
     email_key = email.strip().lower()
