@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.db.base import utcnow
 from partnerlink.merchant.models import Profile
-from partnerlink.merchant.service import owned_profile, owned_store
+from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import authenticate_partner, find_partner_by_client_id
 from partnerlink.problems import (

@@ -33,8 +33,8 @@ from partnerlink.connect.service import approve_consent, decline_consent
 from partnerlink.connect.signin import authenticate_on_consent_screen
 from partnerlink.deps import SettingsDep
 from partnerlink.merchant.models import Merchant
-from partnerlink.merchant.service import create_profile as create_merchant_profile
-from partnerlink.merchant.service import profiles_view
+from partnerlink.merchant.profiles import create_profile as create_merchant_profile
+from partnerlink.merchant.profiles import profiles_view
 from partnerlink.problems import DomainError, Gone, NotFound, RateLimited, Unauthorized
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store

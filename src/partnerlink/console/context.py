@@ -7,13 +7,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.service import count_customers
+from partnerlink.merchant.connections import list_store_connections
 from partnerlink.merchant.models import Profile
-from partnerlink.merchant.service import (
-    list_store_connections,
-    owned_profile,
-    owned_store,
-    profiles_view,
-)
+from partnerlink.merchant.ownership import owned_profile, owned_store
+from partnerlink.merchant.profiles import profiles_view
 from partnerlink.orders.service import recent_orders
 from partnerlink.partners.service import list_partners
 from partnerlink.stores.service import merchant_store_view

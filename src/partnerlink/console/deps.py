@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from partnerlink.deps import SettingsDep
 from partnerlink.merchant.models import Merchant
-from partnerlink.merchant.service import merchant_for_session_token
+from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.settings import Settings
 from partnerlink.web.pages import error_page, render
 from partnerlink.web.routing import PageException, PageRoute, PageSessionDep

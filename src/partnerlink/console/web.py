@@ -25,17 +25,14 @@ from partnerlink.console.deps import (
     console_page,
 )
 from partnerlink.deps import SettingsDep
-from partnerlink.merchant.service import (
-    create_manual_store,
-    end_session,
-    merchant_for_session_token,
-    owned_store,
-    profiles_view,
-    revoke_merchant_connection,
-)
-from partnerlink.merchant.service import create_profile as create_merchant_profile
-from partnerlink.merchant.service import set_green_invoices as set_flag
-from partnerlink.merchant.service import sign_in as start_signed_in_session
+from partnerlink.merchant.connections import revoke_merchant_connection
+from partnerlink.merchant.manual_stores import create_manual_store
+from partnerlink.merchant.manual_stores import set_green_invoices as set_flag
+from partnerlink.merchant.ownership import owned_store
+from partnerlink.merchant.profiles import create_profile as create_merchant_profile
+from partnerlink.merchant.profiles import profiles_view
+from partnerlink.merchant.sessions import end_session, merchant_for_session_token
+from partnerlink.merchant.sessions import sign_in as start_signed_in_session
 from partnerlink.pairing.service import reserve_pairing_code as reserve
 from partnerlink.partners.service import list_partners
 from partnerlink.problems import DomainError, RateLimited, Unauthorized

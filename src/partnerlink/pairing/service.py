@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
-from partnerlink.merchant.service import owned_store
+from partnerlink.merchant.ownership import owned_store
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import POS_TYPE_PATTERN
