@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.service import count_customers
+from partnerlink.customers.queries import count_customers
 from partnerlink.merchant.connections import list_store_connections
 from partnerlink.merchant.models import Profile
 from partnerlink.merchant.ownership import owned_profile, owned_store
