@@ -45,10 +45,11 @@ ALLOWED: dict[str, frozenset[str]] = {
         "console": (
             "customers deps merchant orders pairing partners problems security settings stores web"
         ),
+        "apidocs": "__init__ merchant problems",
         "models": "db connect customers merchant orders pairing partners receipts stores tokens",
         "worker": "customers receipts settings",
         "app": (
-            "connect console customers db deps merchant middleware ops orders pairing "
+            "apidocs connect console customers db deps merchant middleware ops orders pairing "
             "problems receipts security settings stores validation worker __init__"
         ),
         "cli": (

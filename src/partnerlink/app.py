@@ -12,12 +12,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from partnerlink import __version__, ops
+from partnerlink.apidocs import install_api_docs
 from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
 from partnerlink.connect import web as connect_web
@@ -33,9 +33,8 @@ from partnerlink.orders.fast_lane import OrdersFastLane
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api
 from partnerlink.problems import (
-    PROBLEM_MEDIA_TYPE,
     DomainError,
-    problem_body,
+    InternalError,
     problem_from,
     problem_response,
 )
@@ -65,15 +64,6 @@ _MOUNTED_PREFIXES = (
 )
 UPLOAD_PATH_PREFIX = "/v1/uploads/"
 
-API_DESCRIPTION = """
-The partner API of PartnerLink. Connect a merchant's store by the **consent-screen
-flow** (endpoints 1–4) or the **pairing-code flow** (endpoint 5), then keep the
-store profile in sync, upload the customer list and stream every order.
-
-Data endpoints take the store access token as `Authorization: Bearer <token>`.
-Every error is `application/problem+json` with a stable `code`.
-"""
-
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
@@ -95,24 +85,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 worker.stop()
             engine.dispose()
 
+    # The API references (their tags in SPEC.md's order, whatever order the routers are
+    # matched in) and Swagger UI's assets are set up by apidocs.install_api_docs.
     app = FastAPI(
         title="PartnerLink partner API",
         version=__version__,
-        description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,
         redoc_url=None,
-        # The API reference's sections in SPEC.md's order, whatever order the routers are
-        # matched in (the orders router comes first: it is the hottest).
-        openapi_tags=[
-            {"name": name}
-            for name in (
-                "Consent-screen flow",
-                "Pairing-code flow",
-                "Stores",
-                "Customers",
-                "Orders",
-            )
-        ],
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -120,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     _include_routers(app)
     _install_error_handlers(app)
-    _document_problems_not_422(app)
+    install_api_docs(app)
 
     static_dir = Path(__file__).parent / "static"
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
@@ -166,50 +146,12 @@ def _include_routers(app: FastAPI) -> None:
         customers_merchant_api.router,
         orders_merchant_api.router,
     ):
-        app.include_router(router, prefix="/merchant/api", include_in_schema=False)
+        # In the merchant API's own reference (apidocs), not the partner one.
+        app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
-
-
-def _document_problems_not_422(app: FastAPI) -> None:
-    """Our validation failures answer 400 problem+json, so the schema must not promise 422."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
-            for path_item in schema.get("paths", {}).values():
-                for operation in path_item.values():
-                    responses = (
-                        operation.get("responses", {}) if isinstance(operation, dict) else {}
-                    )
-                    if responses.pop("422", None) is not None and "400" not in responses:
-                        responses["400"] = {
-                            "description": "Bad Request — code `missing_field`, `invalid_field`",
-                            "content": {
-                                PROBLEM_MEDIA_TYPE: {
-                                    "example": problem_body(
-                                        400,
-                                        "missing_field",
-                                        "storeName is required",
-                                        [{"field": "storeName", "message": "required"}],
-                                    )
-                                }
-                            },
-                        }
-            schemas = schema.get("components", {}).get("schemas", {})
-            schemas.pop("HTTPValidationError", None)
-            schemas.pop("ValidationError", None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -251,6 +193,4 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error: %s", type(error).__name__)
-        return problem_response(
-            500, "internal_error", "Unexpected error; safe to retry with exponential backoff."
-        )
+        return problem_from(InternalError())

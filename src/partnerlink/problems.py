@@ -87,6 +87,14 @@ class PayloadTooLarge(DomainError):
     detail = "The request body is larger than allowed."
 
 
+class InternalError(DomainError):
+    """Only for the handler of unexpected errors: a route never raises it."""
+
+    status = 500
+    code = "internal_error"
+    detail = "Unexpected error; safe to retry with exponential backoff."
+
+
 class RateLimited(DomainError):
     status = 429
     code = "rate_limited"
@@ -134,17 +142,49 @@ def problem_from(error: DomainError) -> JSONResponse:
     return problem_response(error.status, error.code, error.detail, error.errors, error.headers)
 
 
-def problem_responses(*errors: type[DomainError]) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` for a route, built from the errors it may raise."""
-    by_status: dict[int, list[type[DomainError]]] = {}
-    for error in errors:
-        by_status.setdefault(error.status, []).append(error)
+def field_problem(field: str, message: str) -> ValidationFailed:
+    """A validation failure of one field, as the request-validation handler words it: an
+    OpenAPI example (`problem_responses(field_problem("storeName", "required"))`)."""
+    if message == "required":
+        return ValidationFailed(
+            f"{field} is required",
+            code="missing_field",
+            errors=[{"field": field, "message": message}],
+        )
+    return ValidationFailed(f"{field}: {message}", errors=[{"field": field, "message": message}])
+
+
+PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}
+
+
+def problem_responses(
+    *errors: type[DomainError] | DomainError,
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` for a route, built from the errors it may raise.
+
+    An error class shows its default detail; an instance (for a validation failure, with its
+    `errors`) shows its own. One response per status, with one named example per `code`.
+    """
     out: dict[int | str, dict[str, Any]] = {}
-    for status, classes in sorted(by_status.items()):
-        codes = ", ".join(f"`{c.code}`" for c in classes)
-        example = problem_body(status, classes[0].code, classes[0].detail)
-        out[status] = {
-            "description": f"{HTTPStatus(status).phrase} — code {codes}",
-            "content": {PROBLEM_MEDIA_TYPE: {"example": example}},
-        }
+    for error in errors:
+        add_problem_example(out, problem_example(error))
     return out
+
+
+def problem_example(error: type[DomainError] | DomainError) -> dict[str, Any]:
+    errors = error.errors if isinstance(error, DomainError) else None
+    return problem_body(error.status, error.code, error.detail, errors)
+
+
+def add_problem_example(responses: dict[int | str, dict[str, Any]], body: dict[str, Any]) -> None:
+    """Adds a problem body to `responses` under its status (string or int key), once per code."""
+    status = int(body["status"])
+    key: int | str = status if status in responses else str(status)
+    response = responses.setdefault(key, {})
+    content = response.setdefault("content", {}).setdefault(PROBLEM_MEDIA_TYPE, {})
+    content["schema"] = PROBLEM_SCHEMA_REF
+    content.pop("example", None)
+    examples = content.setdefault("examples", {})
+    examples.setdefault(body["code"], {"summary": body["detail"], "value": body})
+    codes = ", ".join(f"`{code}`" for code in examples)
+    response["description"] = f"{HTTPStatus(status).phrase} — code {codes}"

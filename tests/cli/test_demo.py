@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -52,23 +53,23 @@ def test_demo_commands_cover_both_flows(cli_json: CliJson) -> None:
 
     commands = out["commands"]
     text = "\n".join(c["command"] for c in commands)
-    assert {c["flow"] for c in commands} == {"consent", "pairing"}
+    assert [c["flow"] for c in commands] == ["consent", "consent", "consent", "pairing"]
     assert all(c["title"] and c["command"] for c in commands)
     for fragment in [
-        '-X POST "$PL_BASE/v1/auth/integration?',
-        "$PL_BASE/v1/auth/integration?client_id",
-        "/connect/?client_id=$CLIENT_ID&integration_token=$IT",
-        "$PL_BASE/v1/auth/integration/token?",
-        "$PL_BASE/v1/auth/token?",
-        "grant_type=refresh_token",
-        "$PL_BASE/v1/auth/integration/pair",
+        # The README walkthrough's names: BASE, CID, CS, IT, AT, RT.
+        f"export BASE='{out['publicUrl']}' CID='{out['partner']['clientId']}' "
+        f"CS='{out['partner']['clientSecret']}'",
+        '-X POST "$BASE/v1/auth/integration?client_id=$CID&client_secret=$CS"',
+        "/connect/?client_id=$CID&integration_token=$IT",
+        '"$BASE/merchant/api/consents/$IT/approve"',
+        "$BASE/v1/auth/integration/token?client_id=$CID&client_secret=$CS&integration_token=$IT",
+        "$BASE/v1/auth/token?client_id=$CID&client_secret=$CS&code=$RT&grant_type=refresh_token",
+        "$BASE/v1/auth/integration/pair",
         f'{{"code": {out["pairingCode"]}}}',
-        '-X PUT "$PL_BASE/v1/stores" -H "Authorization: Bearer $ACCESS_TOKEN"',
-        '-X PUT "$PL_BASE/v1/stores" -H "Authorization: Bearer $PAIRED_TOKEN"',
-        out["partner"]["clientId"],
-        out["partner"]["clientSecret"],
+        '-X PUT "$BASE/v1/stores" -H "Authorization: Bearer $AT"',
     ]:
         assert fragment in text, fragment
+    assert "PL_BASE" not in text and "CLIENT_ID" not in text
 
 
 def test_demo_credentials_work(cli_json: CliJson, client: TestClient) -> None:
@@ -136,6 +137,11 @@ def test_demo_run_again_reuses_records_and_renews_credentials(
     assert redeem(second["pairingCode"]) == 200
 
 
+def printed_blocks(stdout: str) -> list[tuple[str, str]]:
+    """The (title, commands) blocks of the text output: a `# title` line, then its lines."""
+    return re.findall(r"^# (.*)\n((?:[^#\n].*\n?)+)", stdout, re.MULTILINE)
+
+
 def test_demo_text_output_is_ready_to_paste(cli: RunCli) -> None:
     done = cli("demo")
 
@@ -143,13 +149,16 @@ def test_demo_text_output_is_ready_to_paste(cli: RunCli) -> None:
     assert "Consent-screen flow" in done.stdout
     assert "Pairing-code flow" in done.stdout
     assert "demo@partnerlink.test" in done.stdout
+    blocks = printed_blocks(done.stdout)
+    assert [title.split(",")[0] for title, _ in blocks[:3]] == ["Step 1", "Step 2", "Step 3"]
+    assert len(blocks) == 4
     # Commands are printed whole, one per line, never wrapped.
     command_lines = [line for line in done.stdout.splitlines() if "curl -s" in line]
-    assert len(command_lines) >= 7
+    assert len(command_lines) >= 9
     assert all(line.count("'") % 2 == 0 for line in command_lines)
 
 
-def run_bash(script: str) -> str:
+def run_bash(script: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         capture_output=True,
@@ -157,40 +166,57 @@ def run_bash(script: str) -> str:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr + done.stdout
-    return done.stdout
+    if check:
+        assert done.returncode == 0, done.stderr + done.stdout
+    return done
 
 
 @pytest.mark.slow
-def test_printed_commands_run_against_a_live_server(live_server: LiveServer) -> None:
-    done = live_server.cli("demo", "--json")
+def test_printed_blocks_run_in_order_against_a_live_server(live_server: LiveServer) -> None:
+    done = live_server.cli("demo")
     assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
-    consent = [c["command"] for c in out["commands"] if c["flow"] == "consent"]
-    pairing = [c["command"] for c in out["commands"] if c["flow"] == "pairing"]
+    blocks = [commands for _, commands in printed_blocks(done.stdout)]
+    step1, step2, step3, pairing = blocks
 
-    paired_output = run_bash("\n".join(pairing))
-
-    assert json.loads(paired_output.strip().splitlines()[-1])["store"]["id"] == out["store"]["id"]
-
-    # The consent screen is a browser page; here the merchant API stands in for the click.
-    approve = (
-        f'SESSION=$(curl -s -X POST "$PL_BASE/merchant/api/sessions" '
-        f"-H 'Content-Type: application/json' "
-        f'-d \'{{"email": "{out["merchant"]["email"]}", '
-        f'"password": "{out["merchant"]["password"]}"}}\' '
-        "| python3 -c 'import json,sys; print(json.load(sys.stdin)[\"sessionToken\"])')\n"
-        f'curl -s -X POST "$PL_BASE/merchant/api/consents/$IT/approve" '
-        f"-H \"Authorization: Bearer $SESSION\" -H 'Content-Type: application/json' "
-        f'-d \'{{"clientId": "\'$CLIENT_ID\'", "profileId": "{out["profile"]["id"]}", '
-        f'"greenInvoices": true}}\'\necho'
-    )
-    script = "\n".join([*consent[:3], approve, *consent[3:]])
-
-    consent_output = run_bash(script)
+    # Each block as pasted, one after the other, into one shell (bash keeps its variables).
+    consent_output = run_bash(step1 + step2 + step3).stdout
 
     lines = consent_output.strip().splitlines()
-    assert '"status":"finished"' in consent_output.replace(" ", "")
+    assert lines[0].startswith("plk_it_")
+    assert '"status":"finished"' in consent_output
     stored = json.loads(lines[-1])["store"]
     assert stored["name"] == "Demo Bistro (from the POS)"
-    assert stored["id"] != out["store"]["id"]  # consent to a profile makes a new store
+
+    paired_output = run_bash(pairing).stdout
+
+    paired = json.loads(paired_output.strip().splitlines()[-1])["store"]
+    assert paired["name"] == "Demo Bistro (from the POS)"
+    assert paired["id"] != stored["id"]  # consent to a profile made a store of its own
+
+
+@pytest.mark.slow
+def test_step_three_without_an_approval_says_why_it_stops(live_server: LiveServer) -> None:
+    done = live_server.cli("demo")
+    step1, _step2, step3, _pairing = [c for _, c in printed_blocks(done.stdout)]
+    decline = (
+        'MS=$(curl -s -X POST "$BASE/merchant/api/sessions" '
+        "-H 'Content-Type: application/json' "
+        f'-d \'{{"email": "demo@partnerlink.test", "password": "{password(done.stdout)}"}}\' '
+        "| pick sessionToken)\n"
+        'curl -s -X POST "$BASE/merchant/api/consents/$IT/decline" -H "Authorization: Bearer $MS" '
+        "-H 'Content-Type: application/json' -d '{\"clientId\": \"'\"$CID\"'\"}'; echo\n"
+    )
+
+    stopped = run_bash(step1 + decline + step3, check=False)
+
+    assert stopped.returncode != 0
+    assert '"status":"cancelled"' in stopped.stdout
+    assert "no accessToken in the answer" in stopped.stderr
+    assert '"code":"not_finished"' in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+
+
+def password(stdout: str) -> str:
+    found = re.search(r"password (\S+)", stdout)
+    assert found is not None
+    return found.group(1)

@@ -192,5 +192,5 @@ def test_endpoint_is_documented_with_examples_and_problems(client: TestClient) -
         ("410", "code_expired"),
         ("429", "rate_limited"),
     ):
-        example = answers[status]["content"]["application/problem+json"]["example"]
-        assert example["code"] == code
+        examples = answers[status]["content"]["application/problem+json"]["examples"]
+        assert examples[code]["value"]["code"] == code

@@ -167,9 +167,8 @@ def test_api_reference_documents_both_endpoints(client: TestClient) -> None:
 
     assert {"200", "400", "403"} <= set(put["responses"])
     assert {"200", "403"} <= set(get["responses"])
-    assert put["responses"]["403"]["content"]["application/problem+json"]["example"]["code"] == (
-        "invalid_token"
-    )
+    examples = put["responses"]["403"]["content"]["application/problem+json"]["examples"]
+    assert examples["invalid_token"]["value"]["code"] == "invalid_token"
     request_schema = json.dumps(put["requestBody"])
     assert "storeCountryCode" in json.dumps(spec["components"]["schemas"]["StoreProfileIn"])
     assert "StoreProfileIn" in request_schema

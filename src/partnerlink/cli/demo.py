@@ -36,9 +36,15 @@ DEMO_STORE_NAME = "Demo Bistro Main Street"
 DEMO_STORE_ADDRESS = "1 Main Street"
 DEMO_STORE_COUNTRY = "US"
 
-# Extracts one field of a JSON answer in the pasted commands; python3 is everywhere jq is not.
-# An error answer is printed whole instead, so the next command shows what went wrong.
-_PICK = "python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(\"{field}\") or d)'"
+# `... | pick FIELD` prints one field of a JSON answer (python3 is everywhere jq is not).
+# Anything else (an error body, no answer) ends it with a one-line message on stderr and exit
+# status 1, never a traceback, so the step that failed says why.
+_PICK_FUNCTION = (
+    "pick() { python3 -c 'import json,sys; t=sys.stdin.read(); "
+    'd=json.loads(t) if t.lstrip().startswith("{") else {}; v=d.get(sys.argv[1]); '
+    'print(v) if v else sys.exit("no " + sys.argv[1] + " in the answer: " + (t.strip() or "-"))\' '
+    '"$1"; }'
+)
 
 
 @dataclass
@@ -164,74 +170,102 @@ def demo_summary(setup: DemoSetup, *, settings: Settings) -> dict[str, Any]:
 
 
 def demo_commands(setup: DemoSetup, *, settings: Settings) -> list[dict[str, str]]:
-    """Returns the curl commands of both flows, in the order they are run."""
-    base = settings.public_url
-    creds = "client_id=$CLIENT_ID&client_secret=$CLIENT_SECRET"
-    profile_body = json.dumps(
-        {
-            "storeName": "Demo Bistro (from the POS)",
-            "storeAddress": DEMO_STORE_ADDRESS,
-            "storeCity": "Springfield",
-            "storeCountryCode": DEMO_STORE_COUNTRY,
-            "storePhoneNumber": "+12175550100",
-        }
-    )
+    """The commands of both flows: one block per step, each pasted whole into one shell.
 
-    def put_store(token_variable: str) -> str:
-        return (
-            f'curl -s -X PUT "$PL_BASE/v1/stores" -H "Authorization: Bearer ${token_variable}" '
-            f"-H 'Content-Type: application/json' -d '{profile_body}'"
-        )
-
-    consent = [
-        (
-            "Set the shell variables used below",
-            f"export PL_BASE='{base}' CLIENT_ID='{setup.partner.client_id}' "
-            f"CLIENT_SECRET='{setup.client_secret}'",
-        ),
-        (
-            "Create an integration token",
-            f'IT=$(curl -s -X POST "$PL_BASE/v1/auth/integration?{creds}" '
-            f"| {_PICK.format(field='integrationToken')}); echo $IT",
-        ),
-        (
-            f"Open the consent screen; sign in as {setup.merchant.email}, pick the profile "
-            f'"{setup.profile.name}" (a new store is made for this partner), confirm',
-            f'echo "{settings.effective_connect_url}/?client_id=$CLIENT_ID&integration_token=$IT"',
-        ),
-        (
-            "Poll the status until it says finished",
-            f'curl -s "$PL_BASE/v1/auth/integration?{creds}&integration_token=$IT"',
-        ),
-        (
-            "Exchange the finished token, once, for an access and a refresh token",
-            f'TOKENS=$(curl -s "$PL_BASE/v1/auth/integration/token?{creds}&integration_token=$IT")'
-            f"; echo $TOKENS; ACCESS_TOKEN=$(echo $TOKENS | {_PICK.format(field='accessToken')})"
-            f"; REFRESH_TOKEN=$(echo $TOKENS | {_PICK.format(field='refreshToken')})",
-        ),
-        (
-            "Refresh the access token",
-            f'ACCESS_TOKEN=$(curl -s -X POST "$PL_BASE/v1/auth/token?{creds}'
-            f'&grant_type=refresh_token&code=$REFRESH_TOKEN" '
-            f"| {_PICK.format(field='accessToken')}); echo $ACCESS_TOKEN",
-        ),
-        ("Send the store profile", put_store("ACCESS_TOKEN")),
+    The names are the README walkthrough's: BASE, CID, CS, IT, AT, RT.
+    """
+    merchant_login = json.dumps({"email": setup.merchant.email, "password": setup.password})
+    commands = [
+        {"flow": "consent", "title": title, "command": "\n".join(lines)}
+        for title, lines in _consent_steps(setup, settings=settings, merchant_login=merchant_login)
     ]
-    pairing = [
-        ("Set the shell variable used below", f"export PL_BASE='{base}'"),
-        (
-            f"Redeem the pairing code of {setup.store.name} (once; `partnerlink demo` "
-            "reserves a new one)",
-            f'PAIRED_TOKEN=$(curl -s -X POST "$PL_BASE/v1/auth/integration/pair" '
-            f"-H 'Content-Type: application/json' -d '{{\"code\": {setup.pairing_code}}}' "
-            f"| {_PICK.format(field='access_token')}); echo $PAIRED_TOKEN",
-        ),
-        ("Send the store profile", put_store("PAIRED_TOKEN")),
-    ]
-    commands = [{"flow": "consent", "title": t, "command": c} for t, c in consent]
     if setup.pairing_code is not None:
-        commands += [{"flow": "pairing", "title": t, "command": c} for t, c in pairing]
+        commands.append(
+            {
+                "flow": "pairing",
+                "title": f"Redeem the pairing code of {setup.store.name} (once; "
+                "`partnerlink demo` reserves a new one), then send the store profile",
+                "command": "\n".join(
+                    [
+                        f"export BASE='{settings.public_url}'",
+                        _PICK_FUNCTION,
+                        'AT=$(curl -s -X POST "$BASE/v1/auth/integration/pair" '
+                        f"-H 'Content-Type: application/json' "
+                        f"-d '{{\"code\": {setup.pairing_code}}}' "
+                        f'| pick access_token); echo "$AT"',
+                        _PUT_STORE,
+                    ]
+                ),
+            }
+        )
     return commands
+
+
+_STORE_PROFILE = json.dumps(
+    {
+        "storeName": "Demo Bistro (from the POS)",
+        "storeAddress": DEMO_STORE_ADDRESS,
+        "storeCity": "Springfield",
+        "storeCountryCode": DEMO_STORE_COUNTRY,
+        "storePhoneNumber": "+12175550100",
+    }
+)
+_PUT_STORE = (
+    'curl -s -X PUT "$BASE/v1/stores" -H "Authorization: Bearer $AT" '
+    f"-H 'Content-Type: application/json' -d '{_STORE_PROFILE}'; echo"
+)
+_CREDENTIALS = "client_id=$CID&client_secret=$CS"
+
+
+def _consent_steps(
+    setup: DemoSetup, *, settings: Settings, merchant_login: str
+) -> list[tuple[str, list[str]]]:
+    status = f'"$BASE/v1/auth/integration?{_CREDENTIALS}&integration_token=$IT"'
+    return [
+        (
+            "Step 1, the partner's backend: the variables, an integration token, the consent URL",
+            [
+                f"export BASE='{settings.public_url}' CID='{setup.partner.client_id}' "
+                f"CS='{setup.client_secret}'",
+                _PICK_FUNCTION,
+                f'IT=$(curl -s -X POST "$BASE/v1/auth/integration?{_CREDENTIALS}" '
+                f'| pick integrationToken); echo "$IT"',
+                f'echo "{settings.effective_connect_url}/?client_id=$CID&integration_token=$IT"',
+            ],
+        ),
+        (
+            "Step 2, the merchant: open that URL in a browser, sign in as "
+            f"{setup.merchant.email} (password {setup.password}), pick the profile "
+            f'"{setup.profile.name}" (a new store is made for this partner) and confirm. '
+            "Or paste this block: the merchant API does the same without a browser",
+            [
+                'MS=$(curl -s -X POST "$BASE/merchant/api/sessions" '
+                f"-H 'Content-Type: application/json' -d '{merchant_login}' "
+                f"| pick sessionToken)",
+                'curl -s -X POST "$BASE/merchant/api/consents/$IT/approve" '
+                "-H \"Authorization: Bearer $MS\" -H 'Content-Type: application/json' "
+                f'-d \'{{"clientId": "\'"$CID"\'", "profileId": "{setup.profile.id}", '
+                '"greenInvoices": true}\'; echo',
+            ],
+        ),
+        (
+            "Step 3, the partner's backend, once the merchant approved: wait for `finished`, "
+            "exchange the token (once), refresh the access token, send the store profile",
+            [
+                f"while curl -s {status} | grep -q '\"pending\"'; do "
+                'echo "waiting for the merchant..."; sleep 3; done',
+                f"curl -s {status}; echo",
+                f'TOKENS=$(curl -s "$BASE/v1/auth/integration/token?{_CREDENTIALS}'
+                '&integration_token=$IT"); echo "$TOKENS"',
+                'AT=$(echo "$TOKENS" | pick accessToken)',
+                'RT=$(echo "$TOKENS" | pick refreshToken)',
+                f'AT=$(curl -s -X POST "$BASE/v1/auth/token?{_CREDENTIALS}'
+                '&code=$RT&grant_type=refresh_token" '
+                f'| pick accessToken); echo "$AT"',
+                _PUT_STORE,
+            ],
+        ),
+    ]
 
 
 def _print_text(out: dict[str, Any], settings: Settings) -> None:
@@ -262,6 +296,9 @@ def _print_text(out: dict[str, Any], settings: Settings) -> None:
     for step in out["commands"]:
         if step["flow"] != current:
             current = step["flow"]
-            say(f"\n[bold]{flow_titles[current]}[/bold] (paste into one shell)")
+            say(
+                f"\n[bold]{flow_titles[current]}[/bold] "
+                "(paste each block whole, in order, into one shell)"
+            )
         # Plain output: Rich would wrap long lines and read [brackets] as markup.
         typer.echo(f"\n# {step['title']}\n{step['command']}")

@@ -26,9 +26,10 @@ from partnerlink.connect.service import (
 )
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.partners.models import Partner
-from partnerlink.problems import InvalidCredentials, problem_responses
+from partnerlink.problems import InvalidCredentials, field_problem, problem_responses
 
 router = APIRouter(tags=["Consent-screen flow"])
+CREDENTIALS_REFUSED = (field_problem("client_id", "required"), InvalidCredentials)
 
 ClientId = Annotated[str, Query(description="Your client id, issued with your credentials.")]
 ClientSecret = Annotated[
@@ -64,8 +65,7 @@ def _partner(session: Session, client_id: str, client_secret: str, **others: str
         "browser window or IFrame for the merchant, and poll `GET /v1/auth/integration`."
     ),
     response_model=IntegrationTokenCreated,
-    responses=example_of(IntegrationTokenCreated)
-    | problem_responses(MissingField, InvalidCredentials),
+    responses=example_of(IntegrationTokenCreated) | problem_responses(*CREDENTIALS_REFUSED),
 )
 def create_integration_token(
     session: SessionDep, settings: SettingsDep, client_id: ClientId, client_secret: ClientSecret
@@ -87,7 +87,7 @@ def create_integration_token(
     ),
     response_model=IntegrationStatus,
     responses=example_of(IntegrationStatus)
-    | problem_responses(MissingField, InvalidCredentials, UnknownIntegrationToken),
+    | problem_responses(*CREDENTIALS_REFUSED, UnknownIntegrationToken),
 )
 def read_integration_status(
     session: SessionDep,
@@ -115,8 +115,7 @@ def read_integration_status(
     responses=example_of(ExchangedTokens)
     | problem_responses(
         NotFinished,
-        MissingField,
-        InvalidCredentials,
+        *CREDENTIALS_REFUSED,
         UnknownIntegrationToken,
         AlreadyExchanged,
     ),
@@ -154,7 +153,7 @@ def exchange_integration_token(
     ),
     response_model=RefreshedToken,
     responses=example_of(RefreshedToken)
-    | problem_responses(InvalidGrantType, MissingField, InvalidCredentials, UnknownRefreshToken),
+    | problem_responses(InvalidGrantType, *CREDENTIALS_REFUSED, UnknownRefreshToken),
 )
 def refresh_access_token(
     session: SessionDep,

@@ -11,11 +11,20 @@ from partnerlink.connect.schemas import ApproveConsentIn, DeclineConsentIn
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
 from partnerlink.merchant.profiles import profiles_view
+from partnerlink.problems import ValidationFailed, field_problem, problem_responses
 
 router = APIRouter(tags=["Consent (merchant)"])
 
 
-@router.get("/consents/{integrationToken}")
+@router.get(
+    "/consents/{integrationToken}",
+    summary="Read a pending consent: the partner and the merchant's profiles",
+    responses=problem_responses(
+        field_problem("client_id", "required"),
+        service.UnknownClient,
+        service.UnknownIntegrationToken,
+    ),
+)
 def read_consent(
     integrationToken: str,
     client_id: Annotated[str, Query(min_length=1)],
@@ -36,7 +45,20 @@ def read_consent(
     }
 
 
-@router.post("/consents/{integrationToken}/approve")
+@router.post(
+    "/consents/{integrationToken}/approve",
+    summary="Approve a partner's consent (what the consent screen's confirm does)",
+    responses=problem_responses(
+        ValidationFailed(
+            "Choose exactly one: a profile or a store.",
+            code="missing_field",
+            errors=[{"field": "profileId", "message": "give exactly one of profileId, storeId"}],
+        ),
+        service.UnknownClient,
+        service.UnknownIntegrationToken,
+        service.IntegrationTokenGone,
+    ),
+)
 def approve_consent(
     integrationToken: str, body: ApproveConsentIn, session: SessionDep, merchant: CurrentMerchant
 ) -> dict[str, Any]:
@@ -52,7 +74,13 @@ def approve_consent(
     return {"status": service.FINISHED, "storeId": store_id}
 
 
-@router.post("/consents/{integrationToken}/decline")
+@router.post(
+    "/consents/{integrationToken}/decline",
+    summary="Decline a partner's consent",
+    responses=problem_responses(
+        service.UnknownClient, service.UnknownIntegrationToken, service.IntegrationTokenGone
+    ),
+)
 def decline_consent(
     integrationToken: str, body: DeclineConsentIn, session: SessionDep, _merchant: CurrentMerchant
 ) -> dict[str, Any]:

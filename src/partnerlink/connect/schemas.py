@@ -29,7 +29,9 @@ def example_of(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
 
 
 class IntegrationTokenCreated(BaseModel):
-    model_config = _example({"integrationToken": "plk_it_3q2+7w…", "success": True})
+    model_config = _example(
+        {"integrationToken": "plk_it_87aKzzGc8Q2SPcaCUv92xOrEomcQMlARlPAdDpCCyXU", "success": True}
+    )
 
     integrationToken: str = Field(description="Opaque; `pending` for its 1-hour lifetime.")
     success: bool = True
@@ -47,8 +49,8 @@ class IntegrationStatus(BaseModel):
 class ExchangedTokens(BaseModel):
     model_config = _example(
         {
-            "accessToken": "plk_at_Zk1…",
-            "refreshToken": "plk_rt_9Qd…",
+            "accessToken": "plk_at_hhcALM8wiqWRvvwVstYRfHIluWSqRIXVw9vxXoPiJLw",
+            "refreshToken": "plk_rt__O7vEvrWwvu0IUmeJo7zw0hRoxhhGYIWQ1aggO3HVIU",
             "expiration": "2026-05-01T12:00:00.000Z",
             "success": True,
             "ereceipt": False,
@@ -67,7 +69,11 @@ class ExchangedTokens(BaseModel):
 
 class RefreshedToken(BaseModel):
     model_config = _example(
-        {"accessToken": "plk_at_Y2b…", "expiration": "2026-05-01T12:00:00.000Z", "success": True}
+        {
+            "accessToken": "plk_at_qPObWX8bbeF4oqpkNMb9DPeVWoqTmsWdHwfwnN8vUR0",
+            "expiration": "2026-05-02T09:15:00.000Z",
+            "success": True,
+        }
     )
 
     accessToken: str

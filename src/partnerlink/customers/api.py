@@ -19,6 +19,7 @@ from partnerlink.customers.schemas import (
 from partnerlink.customers.storage import UploadTooLarge, upload_storage
 from partnerlink.customers.uploads import (
     InvalidUploadUrl,
+    UploadInterrupted,
     UploadUrlExpired,
     UploadUrlUsed,
     ensure_upload_url_unused,
@@ -31,7 +32,6 @@ from partnerlink.customers.uploads import (
 from partnerlink.db.base import new_id
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.problems import (
-    BadRequest,
     InvalidToken,
     NotFound,
     PayloadTooLarge,
@@ -81,7 +81,7 @@ _UPLOAD_BODY_DOC: dict[str, Any] = {
     response_model=UploadReceivedOut,
     summary="Upload the customer file to a pre-signed URL",
     responses=problem_responses(
-        BadRequest, InvalidUploadUrl, UploadUrlExpired, UploadUrlUsed, PayloadTooLarge
+        UploadInterrupted, InvalidUploadUrl, UploadUrlExpired, UploadUrlUsed, PayloadTooLarge
     ),
     openapi_extra=_UPLOAD_BODY_DOC,
 )
@@ -109,7 +109,7 @@ async def put_upload(token: str, request: Request) -> dict[str, Any]:
     except UploadTooLarge as error:
         raise too_large from error
     except ClientDisconnect as error:
-        raise BadRequest("The upload was interrupted.", code="upload_interrupted") from error
+        raise UploadInterrupted() from error
     try:
         await _in_transaction(
             sessions,

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Upload
-from partnerlink.problems import Forbidden, NotFound
+from partnerlink.problems import BadRequest, Forbidden, NotFound
 from partnerlink.security.secrets import sign, verify_signature
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
@@ -47,6 +47,11 @@ class UploadUrlExpired(Forbidden):
 class UploadUrlUsed(Forbidden):
     code = "upload_url_used"
     detail = "This upload URL was already used; request a new one with GET /v1/customers."
+
+
+class UploadInterrupted(BadRequest):
+    code = "upload_interrupted"
+    detail = "The upload was interrupted."
 
 
 @dataclass(frozen=True)

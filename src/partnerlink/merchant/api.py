@@ -16,13 +16,18 @@ from partnerlink.merchant.manual_stores import create_manual_store, set_green_in
 from partnerlink.merchant.profiles import create_profile, profiles_view
 from partnerlink.merchant.schemas import ManualStoreIn, ProfileIn, SessionIn, StorePatchIn
 from partnerlink.merchant.sessions import end_session, sign_in
+from partnerlink.problems import RateLimited, Unauthorized, problem_responses
 from partnerlink.security.client_address import client_address
 from partnerlink.stores.service import merchant_store_view
 
 router = APIRouter(tags=["Merchant"])
 
 
-@router.post("/sessions")
+@router.post(
+    "/sessions",
+    summary="Sign in",
+    responses=problem_responses(Unauthorized, RateLimited),
+)
 def post_session(
     body: SessionIn, request: Request, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from partnerlink.orders.service import (
     accept_orders,
     read_order,
 )
-from partnerlink.problems import InvalidToken, NotFound, ValidationFailed, problem_responses
+from partnerlink.problems import InvalidToken, NotFound, field_problem, problem_responses
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 from partnerlink.tokens.deps import (
     BEARER_DOCS,
@@ -52,7 +52,12 @@ async def presented_token(request: Request) -> str:
     summary="9. Send an order",
     responses={
         200: {"model": OrderAccepted, "description": "Stored (or acknowledged when stale)."},
-        **problem_responses(ValidationFailed, InvalidToken, ServiceBusy),
+        **problem_responses(
+            field_problem("orderCurrency", "required"),
+            field_problem("orderPrice", "must be a string"),
+            InvalidToken,
+            ServiceBusy,
+        ),
     },
     openapi_extra=BEARER_DOCS,
 )
@@ -94,7 +99,9 @@ def order_pipeline(app: FastAPI) -> Pipeline:
     summary="10. Read an order (backs the receipt page)",
     responses={
         200: {"description": "The order, in the field names of its request."},
-        **problem_responses(ValidationFailed, ReceiptsDisabled, NotFound),
+        **problem_responses(
+            field_problem("orderId", "required"), InvalidToken, ReceiptsDisabled, NotFound
+        ),
     },
 )
 def get_order(

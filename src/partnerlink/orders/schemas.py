@@ -225,9 +225,9 @@ class OrderIn(BaseModel):
                             {
                                 "itemId": "sku-1",
                                 "itemName": "Flat white",
-                                "itemPrice": "450",
+                                "itemPrice": "1200",
                                 "itemQuantity": 2,
-                                "itemTax": "72",
+                                "itemTax": "192",
                             }
                         ],
                         "orderPayments": [

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 from partnerlink.deps import SessionDep
 from partnerlink.pairing.guard import AdmittedClient
 from partnerlink.pairing.service import CodeExpired, UnknownCode, redeem_pairing_code
-from partnerlink.problems import RateLimited, ValidationFailed, problem_responses
+from partnerlink.problems import RateLimited, field_problem, problem_responses
 
 router = APIRouter(tags=["Pairing-code flow"])
 
@@ -35,8 +35,8 @@ class PairRequest(BaseModel):
 
 
 PAIRED_EXAMPLE = {
-    "access_token": "plk_at_example-only-4qL1V0cS2mJ9yXWd8kE7rT3uZbN6hGfA5p",
-    "storeId": "7d0c8a52-4c1e-4a59-9a7e-2f1f0f6b8d21",
+    "access_token": "plk_at_6aB4deFpKCrq7vRffihCQeLxFU0-8MKZnHML3uKblz8",
+    "storeId": "0b6f4c1e-8d55-4a8e-9a38-2f1f0f4f6a11",
     "posType": "acme-pos",
     "success": True,
 }
@@ -71,7 +71,12 @@ class PairResponse(BaseModel):
             "description": "The code is consumed; the store's access token.",
             "content": {"application/json": {"example": PAIRED_EXAMPLE}},
         },
-        **problem_responses(ValidationFailed, UnknownCode, CodeExpired, RateLimited),
+        **problem_responses(
+            field_problem("code", "must be a JSON number"),
+            UnknownCode,
+            CodeExpired,
+            RateLimited,
+        ),
     },
 )
 def redeem_code(

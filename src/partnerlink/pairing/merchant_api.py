@@ -9,9 +9,10 @@ from pydantic import BaseModel, Field
 
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.pairing.service import reserve_pairing_code
+from partnerlink.pairing.service import NoCodeFree, reserve_pairing_code
+from partnerlink.problems import problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["Pairing codes"])
 
 
 class ReservationRequest(BaseModel):
@@ -24,7 +25,12 @@ class ReservationResponse(BaseModel):
     posType: str
 
 
-@router.post("/stores/{storeId}/pairing-codes", response_model=ReservationResponse)
+@router.post(
+    "/stores/{storeId}/pairing-codes",
+    response_model=ReservationResponse,
+    summary="Reserve a pairing code for a store and a POS",
+    responses=problem_responses(NoCodeFree),
+)
 def reserve_code(
     storeId: str,
     body: ReservationRequest,

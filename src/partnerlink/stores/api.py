@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from partnerlink.deps import SessionDep
-from partnerlink.problems import InvalidToken, ValidationFailed, problem_responses
+from partnerlink.problems import InvalidToken, field_problem, problem_responses
 from partnerlink.stores.schemas import StoreEnvelope, StoreProfileIn, StoreSettingsOut
 from partnerlink.stores.service import (
     apply_store_profile,
@@ -24,7 +24,11 @@ router = APIRouter(tags=["Stores"])
     "/stores",
     response_model=StoreEnvelope,
     summary="Create or update the store profile",
-    responses=problem_responses(ValidationFailed, InvalidToken),
+    responses=problem_responses(
+        field_problem("storeName", "required"),
+        field_problem("storeCountryCode", "must be an ISO 3166-1 alpha-2 country code, e.g. US"),
+        InvalidToken,
+    ),
 )
 def put_store(
     profile: StoreProfileIn,

@@ -1,0 +1,77 @@
+"""The README and docs/ stand alone and say what the code does: every setting with its
+default, every command, and no pointer to documents a clone does not have."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer.main
+
+from partnerlink.cli import app as cli_app
+from partnerlink.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+DOCS = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def section(text: str, title: str) -> str:
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_no_document_sends_the_reader_to_spec_or_contract() -> None:
+    for path in DOCS:
+        text = path.read_text()
+        assert "SPEC.md" not in text and "CONTRACT.md" not in text, path
+        for target in re.findall(r"\]\(([^)#]+)", text):
+            if not target.startswith("http"):
+                assert (path.parent / target).exists(), (path, target)
+
+
+def test_settings_table_is_every_setting_with_its_default() -> None:
+    rows = re.findall(
+        r"^\| (`PARTNERLINK_[^|]+)\| ([^|]+) \|(.*)$", section(README, "Settings"), re.M
+    )
+    documented: dict[str, tuple[str, str]] = {}
+    for names, default, meaning in rows:
+        first, *more = re.findall(r"`([A-Z_]+)`", names)
+        documented[first] = (default.strip().strip("`"), meaning)
+        prefix = first.rsplit("_", 2)[0]  # PARTNERLINK_TWILIO_ACCOUNT_SID, `_AUTH_TOKEN`, ...
+        for suffix in more:
+            documented[prefix + suffix] = ("—", meaning)
+    fields = Settings.model_fields
+    assert set(documented) == {f"PARTNERLINK_{name.upper()}" for name in fields}
+    for name, field in fields.items():
+        shown, meaning = documented[f"PARTNERLINK_{name.upper()}"]
+        default = field.default
+        if isinstance(default, bool):
+            assert shown == str(default).lower(), name
+        elif isinstance(default, int | float) or (isinstance(default, str) and default):
+            # A default told in the meaning column: "`_API_URL` defaults to https://..."
+            assert shown == str(default) or (shown == "—" and str(default) in meaning), name
+        elif isinstance(default, Path):
+            assert shown == f"./{default}", name
+        else:
+            assert default in (None, ""), name
+
+
+def test_command_table_names_real_commands() -> None:
+    click_app = typer.main.get_command(cli_app)
+    rows = re.findall(
+        r"^\| `partnerlink ([a-z-]+)(?: ([a-z-]+))?", section(README, "Command line"), re.M
+    )
+    assert len(rows) >= 9
+    for group, sub in rows:
+        command = click_app.commands[group]  # type: ignore[attr-defined]
+        if sub and hasattr(command, "commands"):
+            assert sub in command.commands, (group, sub)
+
+
+def test_walkthrough_uses_the_demos_variable_names() -> None:
+    walkthrough = section(README, "Walkthrough: both connection flows with curl")
+    for name in ("BASE", "CID", "CS", "IT", "AT", "RT"):
+        assert f"${name}" in walkthrough, name
+    assert "PL_BASE" not in walkthrough and "CLIENT_ID=" not in walkthrough
