@@ -120,8 +120,8 @@ def tune_garbage_collector() -> None:
     """What start-up built (routes, schemas, statement caches) lives as long as the process.
 
     Freezing it keeps the cyclic collector from walking it again and again, and
-    collecting the young generation less often spares the hot path; measured with
-    bench/orders.py: p99 119 -> 64 ms, +7% orders/s.
+    collecting the young generation less often spares the hot path (figures:
+    bench/README.md, "Settings and their figures").
     """
     gc.collect()
     gc.freeze()

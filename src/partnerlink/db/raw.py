@@ -28,8 +28,7 @@ from sqlalchemy.orm import Session
 # How long a batch of orders waits for a row another transaction holds before it gives up and
 # runs again (orders/pipeline.py). Mostly the wait is two batches crossing on the same orders,
 # which only one giving up ends; a plain wait for another batch's commit lasts a few ms.
-# bench/orders.py, PostgreSQL, 64 connections, interleaved: 20 ms gave p99 62-65 ms and
-# 2,640-2,724 orders/s, 50 ms 74-83 ms and 2,305-2,500; 10 ms no better than 20.
+# Figures: bench/README.md ("Settings and their figures").
 LOCK_WAIT_MS = 20
 # lock_not_available, deadlock_detected, serialization_failure
 _LOCK_CONFLICTS = frozenset({"55P03", "40P01", "40001"})
