@@ -21,10 +21,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     for name, targets in {
         # Shared machinery: imports no domain.
         "settings": "",
+        "phones": "",
+        "log_format": "",
         "problems": "",
         "security": "settings",
         "validation": "problems",
-        "middleware": "problems settings",
+        "middleware": "log_format problems settings",
         "ops": "problems db deps settings",
         "deps": "settings problems db",
         "db": "settings problems",
@@ -32,11 +34,11 @@ ALLOWED: dict[str, frozenset[str]] = {
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
         "tokens": "db deps partners problems security settings",
-        "stores": "db deps problems security settings tokens",
+        "stores": "db deps phones problems security settings tokens",
         "merchant": "db deps partners problems security settings stores tokens",
         "pairing": "db deps merchant partners problems security settings stores tokens",
         "connect": "db deps merchant partners problems security settings stores tokens web",
-        "customers": "db deps merchant problems security settings stores tokens",
+        "customers": "db deps merchant phones problems security settings stores tokens",
         "orders": (
             "customers db deps merchant middleware problems security settings stores tokens"
         ),
@@ -46,16 +48,12 @@ ALLOWED: dict[str, frozenset[str]] = {
             "customers deps merchant orders pairing partners problems security settings stores web"
         ),
         "apidocs": "__init__ merchant problems",
-        "models": "db connect customers merchant orders pairing partners receipts stores tokens",
+        "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
+        "measurement": "console customers db deps merchant orders problems web",
+        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens",
         "worker": "customers receipts settings",
-        "app": (
-            "apidocs connect console customers db deps merchant middleware ops orders pairing "
-            "problems receipts security settings stores validation worker __init__"
-        ),
-        "cli": (
-            "db merchant orders pairing partners problems receipts security settings stores "
-            "worker models __init__"
-        ),
+        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts security settings stores validation worker",
+        "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores worker",
         "__main__": "cli",
         "__init__": "",
     }.items()

@@ -18,6 +18,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from partnerlink import __version__, ops
 from partnerlink.apidocs import install_api_docs
+from partnerlink.audiences import api as audiences_api
+from partnerlink.audiences import web as audiences_web
 from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
 from partnerlink.connect import web as connect_web
@@ -25,6 +27,8 @@ from partnerlink.console import web as merchant_web
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.measurement import api as measurement_api
+from partnerlink.measurement import web as measurement_web
 from partnerlink.merchant import api as merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
@@ -63,6 +67,7 @@ _MOUNTED_PREFIXES = (
     "/static",
 )
 UPLOAD_PATH_PREFIX = "/v1/uploads/"
+TOUCHES_MAX_BYTES = 8 * 1024 * 1024
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -109,10 +114,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # real requests, and the orders' fast lane (innermost) works inside all three.
     app.add_middleware(OrdersFastLane)
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        exempt_prefixes=(UPLOAD_PATH_PREFIX,),
+        # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
+        larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(Metrics)
+    app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app
 
 
@@ -145,11 +154,15 @@ def _include_routers(app: FastAPI) -> None:
         pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
+        audiences_api.router,
+        measurement_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
+    app.include_router(audiences_web.router, include_in_schema=False)
+    app.include_router(measurement_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
 
@@ -160,8 +173,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         return problem_from(error)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
-        return problem_from_validation_error(error)
+    async def _validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        return problem_from_validation_error(error, request.headers.get("content-type"))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Any:

@@ -320,6 +320,13 @@ def approve_consent(
         profile = owned_profile(session, merchant_id=merchant_id, profile_id=chosen_id)
     else:
         store = owned_store(session, merchant_id=merchant_id, store_id=chosen_id)
+        if not store.manual:
+            # SPEC.md: "an existing manually added store"; a store a consent or pairing
+            # created belongs to that integration (CONTRACT.md §6).
+            raise ValidationFailed(
+                "Only a manually added store can be chosen; choose a profile instead.",
+                errors=[{"field": "storeId", "message": "must be a manually added store"}],
+            )
     # The preference exists only when the partner offers e-receipts (CONTRACT.md §4).
     wants_receipts = bool(green_invoices and partner.ereceipt)
     _finish_pending(

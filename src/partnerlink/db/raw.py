@@ -137,6 +137,23 @@ class Sql:
             rows.append(cursor.fetchone())
         return rows
 
+    def all_rows(self, statement: Statement, params: Mapping[str, Any]) -> list[Any]:
+        """Every row (tuples) of one statement."""
+        return list(self._execute(statement, params).fetchall())
+
+    def run_many(self, statement: Statement, many: Sequence[Mapping[str, Any]]) -> None:
+        """Runs a statement that returns no rows once per parameter set, together."""
+        if not many:
+            return
+        if not self.postgres:
+            self.connection.executemany(statement.sqlite, many)
+            return
+        names = statement.postgresql_names
+        with self._with_deferred():
+            self.connection.cursor().executemany(
+                statement.postgresql, [[params[n] for n in names] for params in many]
+            )
+
     def run(self, statement: Statement, params: Mapping[str, Any]) -> int:
         """Runs a statement that returns no rows; answers the number of rows it touched."""
         count: int = self._execute(statement, params).rowcount

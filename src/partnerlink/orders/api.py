@@ -13,11 +13,16 @@ from partnerlink.orders.schemas import OrderAccepted, OrderIn
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,
-    ServiceBusy,
     accept_orders,
     read_order,
 )
-from partnerlink.problems import InvalidToken, NotFound, field_problem, problem_responses
+from partnerlink.problems import (
+    InvalidToken,
+    NotFound,
+    Unavailable,
+    field_problem,
+    problem_responses,
+)
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 from partnerlink.tokens.deps import (
     BEARER_DOCS,
@@ -56,7 +61,7 @@ async def presented_token(request: Request) -> str:
             field_problem("orderCurrency", "required"),
             field_problem("orderPrice", "must be a string"),
             InvalidToken,
-            ServiceBusy,
+            Unavailable,
         ),
     },
     openapi_extra=BEARER_DOCS,
@@ -72,8 +77,10 @@ async def post_order(
     re-send whose `updatedAt` is older than the stored one's is acknowledged and
     not applied. Money is a string of minor units (`"2400"` is 24.00 USD); a
     number where a string is expected answers 400. When the store has e-receipts
-    on, the order is `CLOSED` and carries a customer phone, the customer gets one
-    SMS with a link to the receipt, once per order.
+    on, the order is `CLOSED` (any letter case) and carries a customer phone that
+    parses, the customer gets one SMS with a link to the receipt, once per order.
+    When the service cannot take the order now it answers 500 `unavailable` with
+    `Retry-After`: nothing was stored; retry with exponential backoff.
     """
     # Well-formed orders sent with a bearer token never reach this function: the orders'
     # fast lane (fast_lane.py) takes them to the same pipeline, without FastAPI's

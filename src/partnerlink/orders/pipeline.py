@@ -21,7 +21,7 @@ before a deadlock between two batches could be found) runs once more as a
 batch, then, if it meets one again, order by order; alone, an order may wait
 its turn. A busy database otherwise (SQLite's lock held by another process
 past its timeout, no connection) refuses the whole batch with a retryable
-503: retrying one by one would only wait again.
+500 `unavailable` (with Retry-After): retrying one by one would only wait again.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.db.raw import HeldConnection, Sql, transaction
-from partnerlink.orders.service import ServiceBusy
+from partnerlink.problems import Unavailable
 
 log = logging.getLogger("partnerlink.orders")
 
@@ -165,11 +165,11 @@ def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
 
 
 def _refused(count: int, error: Exception) -> list[Outcome]:
-    """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 503s."""
+    """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 500s."""
     log.warning("%d order(s) not stored, database busy: %s", count, type(error).__name__)
     refusals: list[Outcome] = []
     for _ in range(count):
-        busy = ServiceBusy(headers={"Retry-After": "1"})
+        busy = Unavailable(retry_after_seconds=1)
         busy.__cause__ = error
         refusals.append((False, busy))
     return refusals

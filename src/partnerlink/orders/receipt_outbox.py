@@ -8,7 +8,6 @@ happen.
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,26 +21,43 @@ from partnerlink.security.secrets import digest
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 
-log = logging.getLogger("partnerlink.receipts")
-
 CLOSED = "CLOSED"
 PENDING, SENT, FAILED = "pending", "sent", "failed"
-UNUSABLE_NUMBER = "unusable phone number: not sent"
 KEY_BYTES = 16  # 128 bits: the link cannot be guessed from the partner's order id
 
 
-def receipt_due(*, green_invoices: bool, order_status: str | None, phone: str | None) -> bool:
-    """The three conditions of SPEC.md: receipts on, order CLOSED, a customer phone."""
-    return bool(green_invoices) and order_status == CLOSED and bool(phone and phone.strip())
+def is_closed(order_status: str | None) -> bool:
+    """`orderStatus` CLOSED, in any letter case ("closed", "Closed"); the order keeps it as sent."""
+    return order_status is not None and order_status.isascii() and order_status.upper() == CLOSED
+
+
+def receipt_phone(
+    *,
+    green_invoices: bool,
+    order_status: str | None,
+    phone: str | None,
+    default_region: str | None,
+) -> str | None:
+    """The number an e-receipt goes to (E.164), or None when none is due.
+
+    The three conditions of SPEC.md: receipts on, order CLOSED (in any letter
+    case), a customer phone. A phone that does not parse (in the store's country when it has no
+    `+`) counts as none (CONTRACT.md §6): no receipt, no SMS.
+    """
+    if not green_invoices or not is_closed(order_status):
+        return None
+    return normalize_phone(phone, default_region)
 
 
 def order_visible(order: Order, store: Store) -> bool:
     """The gates of GET /v1/orders and of the receipt page, checked when they are opened."""
-    return receipt_due(
+    due_to = receipt_phone(
         green_invoices=store.green_invoices,
         order_status=order.order_status,
-        phone=normalize_phone(order.customer_phone_number, store.country_code),
+        phone=order.customer_phone_number,
+        default_region=store.country_code,
     )
+    return due_to is not None
 
 
 def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
@@ -56,38 +72,30 @@ class DueReceipt:
     store_id: str
     order_id: str
     store_name: str
-    phone: str
-    default_region: str | None
+    to_phone: str  # E.164, from receipt_phone
 
 
 def queue_receipts(sql: Sql, due: Sequence[DueReceipt], *, settings: Settings) -> list[bool]:
     """Writes each order's receipt unless it has one; True where this call wrote it.
 
-    The inserts travel together (one round trip on PostgreSQL). An unusable
-    number is recorded as a failed receipt with its reason: no SMS.
+    The inserts travel together (one round trip on PostgreSQL).
     """
     now = sql.time(utcnow())
     rows = [_receipt_values(one, now, settings) for one in due]
-    written = [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
-    for one, row, wrote in zip(due, rows, written, strict=True):
-        if wrote and row["to_phone"] is None:
-            log.info("e-receipt for order %s not sent: unusable phone number", one.order_id)
-    return written
+    return [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
 
 
 def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[str, object]:
     key = secrets.token_urlsafe(KEY_BYTES)
     link = receipt_link(settings, order_id=due.order_id, key=key)
-    to_phone = normalize_phone(due.phone, due.default_region)
     return {
         "order_pk": due.order_pk,
         "store_id": due.store_id,
         "key_hash": digest(key),
-        "to_phone": to_phone,
+        "to_phone": due.to_phone,
         "body": f"Your receipt from {due.store_name}: {link}",
         "link": link,
-        "status": PENDING if to_phone else FAILED,
-        "last_error": None if to_phone else UNUSABLE_NUMBER,
+        "status": PENDING,
         "now": now,
     }
 
@@ -96,6 +104,6 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
 _INSERT_RECEIPT = Statement(
     "INSERT INTO receipts (order_pk, store_id, key_hash, to_phone, body, link, status,"
     " last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk, :store_id,"
-    " :key_hash, :to_phone, :body, :link, :status, :last_error, 0, :now, :now)"
+    " :key_hash, :to_phone, :body, :link, :status, NULL, 0, :now, :now)"
     " ON CONFLICT (order_pk) DO NOTHING RETURNING id"
 )

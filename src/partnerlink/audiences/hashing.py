@@ -1,0 +1,117 @@
+"""Identifier normalization and SHA-256 for the ad platforms' customer-list files.
+
+Meta Custom Audiences (header `email,phone,fn,ln,ct,country`): every value hashed;
+phone as digits with the country code and no `+`; names lower-cased and trimmed;
+city lower-cased with spaces removed; country lower-case ISO 3166-1 alpha-2.
+Google Customer Match (header `Email,Phone,First Name,Last Name,Country,Zip`):
+email, phone (E.164 with `+`) and names hashed; country plain alpha-2; zip empty.
+Hashes are lower-case hex SHA-256 of the UTF-8 bytes (CONTRACT.md §8).
+
+Customers are stored normalized already (email trimmed and lower-cased, phone in
+E.164, CONTRACT §6), so each rule here is the last step only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from hashlib import sha256
+
+META_HEADER = "email,phone,fn,ln,ct,country"
+GOOGLE_HEADER = "Email,Phone,First Name,Last Name,Country,Zip"
+
+_WHITESPACE = re.compile(r"\s+")
+
+# A customer row as exported: email, phone (E.164), first name, last name, city, country.
+CustomerRow = Sequence[str | None]
+
+
+def sha256_hex(value: str) -> str:
+    return sha256(value.encode("utf-8")).hexdigest()
+
+
+def _hashed(value: str | None) -> str:
+    return sha256_hex(value) if value else ""
+
+
+@lru_cache(maxsize=65_536)
+def _hashed_common(value: str | None) -> str:
+    """For values many customers share (first names, cities, countries): hashed once."""
+    return sha256_hex(value) if value else ""
+
+
+def normalized_email(email: str | None) -> str | None:
+    value = (email or "").strip().lower()
+    return value or None
+
+
+def meta_phone(e164: str | None) -> str | None:
+    """`+1 650-555-1212` → `16505551212`: digits only, country code first, no `+`."""
+    if not e164:
+        return None
+    if e164[0] == "+" and e164[1:].isdigit():  # the stored form: the common case
+        return e164[1:]
+    digits = "".join(ch for ch in e164 if ch.isdigit()).lstrip("0")
+    return digits or None
+
+
+def google_phone(e164: str | None) -> str | None:
+    digits = meta_phone(e164)
+    return f"+{digits}" if digits else None
+
+
+def normalized_name(name: str | None) -> str | None:
+    value = (name or "").strip().lower()
+    return value or None
+
+
+def meta_city(city: str | None) -> str | None:
+    value = _WHITESPACE.sub("", city or "").lower()
+    return value or None
+
+
+def meta_country(country: str | None) -> str | None:
+    value = (country or "").strip().lower()
+    return value or None
+
+
+def meta_line(row: CustomerRow) -> str:
+    email, phone, first_name, last_name, city, country = row
+    return ",".join(
+        (
+            _hashed(normalized_email(email)),
+            _hashed(meta_phone(phone)),
+            _hashed_common(normalized_name(first_name)),
+            _hashed(normalized_name(last_name)),
+            _hashed_common(meta_city(city)),
+            _hashed_common(meta_country(country)),
+        )
+    )
+
+
+def google_line(row: CustomerRow) -> str:
+    email, phone, first_name, last_name, _city, country = row
+    return ",".join(
+        (
+            _hashed(normalized_email(email)),
+            _hashed(google_phone(phone)),
+            _hashed_common(normalized_name(first_name)),
+            _hashed(normalized_name(last_name)),
+            (country or "").strip().upper(),
+            "",
+        )
+    )
+
+
+FORMATS: dict[str, tuple[str, Callable[[CustomerRow], str]]] = {
+    "meta": (META_HEADER, meta_line),
+    "google": (GOOGLE_HEADER, google_line),
+}
+
+
+def suppression_hashes(emails: Sequence[str | None], phones: Sequence[str | None]) -> set[str]:
+    """What the suppression list keeps of erased identifiers: SHA-256 of their stored form."""
+    found = {sha256_hex(e) for e in (normalized_email(x) for x in emails) if e}
+    found |= {sha256_hex(p) for p in (google_phone(x) for x in phones) if p}
+    return found

@@ -1,0 +1,286 @@
+"""The SQL of audiences: per-customer order statistics, segment predicates, exclusions.
+
+Every segment is a predicate over a customer and the statistics of its orders, so
+counts are one pass over the profile and exports walk the customers in id order a
+chunk at a time (keyset pages), whatever the segment: `top` too, through the spend
+and id of its last member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    String,
+    Subquery,
+    and_,
+    case,
+    exists,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from partnerlink.audiences.hashing import sha256_hex
+from partnerlink.audiences.models import OptOut, Suppression
+from partnerlink.customers.models import Customer
+from partnerlink.orders.models import Order
+
+SEGMENTS = ("all", "buyers", "new", "repeat", "lapsed", "top")
+NEW_DAYS = 30
+LAPSED_DAYS = 60
+
+customers = Customer.__table__
+orders = Order.__table__
+opt_outs = OptOut.__table__
+suppressions = Suppression.__table__
+
+EXPORT_COLUMNS = (
+    customers.c.email,
+    customers.c.phone_number,
+    customers.c.first_name,
+    customers.c.last_name,
+    customers.c.city,
+    customers.c.country_code,
+)
+
+
+class sha256_of(FunctionElement[str]):
+    """Lower-case hex SHA-256 of a text column (NULL for NULL), in SQL."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(sha256_of, "postgresql")
+def _sha256_postgresql(element: sha256_of, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"encode(sha256(convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')), 'hex')"
+
+
+@compiles(sha256_of)
+def _sha256_sqlite(element: sha256_of, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"partnerlink_sha256({compiler.process(element.clauses, **kw)})"
+
+
+def insert_new(connection: Connection, table: Any, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: a choice already recorded (even by a concurrent
+    request) is simply kept."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    connection.execute(insert(table).values(list(rows)).on_conflict_do_nothing())
+
+
+def _sqlite_sha256(value: str | None) -> str | None:
+    return None if value is None else sha256_hex(value)
+
+
+def prepare(connection: Connection) -> None:
+    """Gives SQLite the SHA-256 function PostgreSQL has built in (idempotent, per connection)."""
+    if connection.dialect.name == "sqlite":
+        raw: Any = connection.connection.driver_connection
+        raw.create_function("partnerlink_sha256", 1, _sqlite_sha256, deterministic=True)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One profile's audience, as of `now`."""
+
+    profile_id: str
+    now: datetime
+    currency: str | None  # the profile's most used order currency (top's spend)
+    has_suppressions: bool
+
+
+def most_used_currency(connection: Connection, profile_id: str) -> str | None:
+    statement = (
+        select(orders.c.order_currency)
+        .where(orders.c.profile_id == profile_id)
+        .group_by(orders.c.order_currency)
+        .order_by(func.count().desc(), orders.c.order_currency)
+        .limit(1)
+    )
+    return connection.scalar(statement)
+
+
+def has_suppressions(connection: Connection, profile_id: str) -> bool:
+    statement = select(suppressions.c.profile_id).where(suppressions.c.profile_id == profile_id)
+    return connection.scalar(statement.limit(1)) is not None
+
+
+def _stats(scope: Scope, low: int | None = None, high: int | None = None) -> Subquery:
+    in_currency = orders.c.order_currency == (scope.currency or "")
+    statement = (
+        select(
+            orders.c.customer_id,
+            func.count().label("orders"),
+            func.min(orders.c.ordered_at).label("first_at"),
+            func.max(orders.c.ordered_at).label("last_at"),
+            func.sum(case((in_currency, orders.c.order_price), else_=0)).label("spend"),
+        )
+        .where(orders.c.profile_id == scope.profile_id, orders.c.customer_id.is_not(None))
+        .group_by(orders.c.customer_id)
+    )
+    if low is not None:
+        statement = statement.where(orders.c.customer_id > low)
+    if high is not None:
+        statement = statement.where(orders.c.customer_id <= high)
+    return statement.subquery("stats")
+
+
+def _eligible(scope: Scope) -> ColumnElement[bool]:
+    """Of the profile, neither opted out nor matching an erased identifier."""
+    clauses = [
+        customers.c.profile_id == scope.profile_id,
+        ~exists().where(opt_outs.c.customer_id == customers.c.id),
+    ]
+    if scope.has_suppressions:
+        clauses.append(
+            ~exists().where(
+                suppressions.c.profile_id == scope.profile_id,
+                suppressions.c.identifier_sha256.in_(
+                    [sha256_of(customers.c.email), sha256_of(customers.c.phone_number)]
+                ),
+            )
+        )
+    return and_(*clauses)
+
+
+@dataclass(frozen=True)
+class TopCut:
+    """The last member of `top`: its spend and id (spend descending, id ascending)."""
+
+    spend: Any
+    customer_id: int
+
+
+def _predicate(
+    segment: str, scope: Scope, stats: Subquery, cut: TopCut | None
+) -> ColumnElement[bool]:
+    buyer = stats.c.orders >= 1
+    if segment == "all":
+        return true()
+    if segment == "buyers":
+        return buyer
+    if segment == "new":
+        return stats.c.first_at >= scope.now - timedelta(days=NEW_DAYS)
+    if segment == "repeat":
+        return stats.c.orders >= 3
+    if segment == "lapsed":
+        return and_(stats.c.orders >= 2, stats.c.last_at < scope.now - timedelta(days=LAPSED_DAYS))
+    if cut is None:
+        return false()
+    return and_(
+        buyer,
+        or_(
+            stats.c.spend > cut.spend,
+            and_(stats.c.spend == cut.spend, customers.c.id <= cut.customer_id),
+        ),
+    )
+
+
+def _joined(scope: Scope, stats: Subquery, *columns: Any) -> Select[Any]:
+    return (
+        select(*columns)
+        .select_from(customers.outerjoin(stats, stats.c.customer_id == customers.c.id))
+        .where(_eligible(scope))
+    )
+
+
+def _top_ranked(scope: Scope, size: int, *columns: Any) -> Select[Any]:
+    """The `size` buyers with the highest spend (then the oldest first)."""
+    stats = _stats(scope)
+    return (
+        _joined(scope, stats, *columns, stats.c.spend, customers.c.id)
+        .where(stats.c.orders >= 1)
+        .order_by(stats.c.spend.desc(), customers.c.id)
+        .limit(size)
+    )
+
+
+def top_cut(connection: Connection, scope: Scope, size: int) -> TopCut | None:
+    if size <= 0:
+        return None
+    row = connection.execute(_top_ranked(scope, 1).offset(size - 1)).first()
+    return TopCut(row.spend, row.id) if row is not None else None
+
+
+def top_coverage(connection: Connection, scope: Scope, size: int) -> tuple[int, int, int]:
+    """(customers, with an email, with a phone) of `top`, in one pass."""
+    if size <= 0:
+        return 0, 0, 0
+    ranked = _top_ranked(scope, size, customers.c.email, customers.c.phone_number).subquery()
+    statement = select(func.count(), func.count(ranked.c.email), func.count(ranked.c.phone_number))
+    row = connection.execute(statement.select_from(ranked)).one()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def segment_counts(
+    connection: Connection, scope: Scope, segments: Sequence[str], cut: TopCut | None
+) -> dict[str, tuple[int, int, int]]:
+    """(customers, with an email, with a phone) of each segment, in one pass."""
+    stats = _stats(scope)
+    columns = []
+    for segment in segments:
+        member = _predicate(segment, scope, stats, cut)
+        for extra in (
+            true(),
+            customers.c.email.is_not(None),
+            customers.c.phone_number.is_not(None),
+        ):
+            counted = case((and_(member, extra), literal(1)), else_=literal(0))
+            columns.append(func.coalesce(func.sum(counted), 0))
+    row = connection.execute(_joined(scope, stats, *columns)).one()
+    return {
+        segment: (int(row[3 * i]), int(row[3 * i + 1]), int(row[3 * i + 2]))
+        for i, segment in enumerate(segments)
+    }
+
+
+def chunk_end(connection: Connection, profile_id: str, after: int, size: int) -> int | None:
+    """The id of the `size`-th customer after `after`, or None when fewer remain."""
+    statement = (
+        select(customers.c.id)
+        .where(customers.c.profile_id == profile_id, customers.c.id > after)
+        .order_by(customers.c.id)
+        .offset(size - 1)
+        .limit(1)
+    )
+    return connection.scalar(statement)
+
+
+def export_chunk(
+    connection: Connection,
+    scope: Scope,
+    segment: str,
+    cut: TopCut | None,
+    after: int,
+    until: int | None,
+) -> list[Any]:
+    """(id, email, phone, first name, last name, city, country) of members in (after, until]."""
+    in_chunk = [customers.c.id > after]
+    if until is not None:
+        in_chunk.append(customers.c.id <= until)
+    with_identifier = or_(customers.c.email.is_not(None), customers.c.phone_number.is_not(None))
+    if segment == "all":
+        statement = select(customers.c.id, *EXPORT_COLUMNS).where(_eligible(scope))
+    else:
+        stats = _stats(scope, after, until)
+        statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS).where(
+            _predicate(segment, scope, stats, cut)
+        )
+    statement = statement.where(*in_chunk, with_identifier).order_by(customers.c.id)
+    return list(connection.execute(statement).all())

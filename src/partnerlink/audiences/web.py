@@ -1,0 +1,147 @@
+"""Console pages of audiences: segment sizes with their exports, opt-out and erasure.
+
+Same conventions as the rest of the console (web/console.py): the session cookie's
+merchant, a CSRF token on every form, a redirect after every change; an erasure
+asks for confirmation first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from sqlalchemy.orm import Session
+
+from partnerlink.audiences.api import download
+from partnerlink.audiences.service import (
+    DESCRIPTIONS,
+    audiences,
+    erase,
+    opt_out,
+    plan_export,
+)
+from partnerlink.console.deps import ConsoleForm, ConsoleRoute, ConsoleUser, console_page
+from partnerlink.merchant.ownership import owned_profile
+from partnerlink.problems import ValidationFailed
+from partnerlink.web.routing import PageSessionDep
+
+router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
+
+PAGE = "audiences/audiences.html"
+# Chosen by key after a redirect, so no text of the URL reaches the page.
+DONE = {
+    "opted-out": "Done: whoever matched will not be exported again.",
+    "erased": "Erased: their details are gone and their orders count as anonymous.",
+    "nobody": "Nobody in this business matched; nothing was changed.",
+}
+
+
+def _path(profile_id: str) -> str:
+    return f"/merchant/profiles/{profile_id}/audiences"
+
+
+def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, Any]:
+    profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
+    segments = [
+        {**a, "description": DESCRIPTIONS[str(a["segment"])]}
+        for a in audiences(session, profile_id=profile.id)
+    ]
+    return {"profile": profile, "segments": segments, "form": {}, "errors": {}}
+
+
+@router.get("/merchant/profiles/{profile_id}/audiences")
+def audiences_page(
+    request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
+) -> HTMLResponse:
+    context = _context(session, user.merchant.id, profile_id)
+    done = DONE.get(request.query_params.get("done", ""))
+    return console_page(request, user, PAGE, {**context, "notice": done})
+
+
+@router.get("/merchant/profiles/{profile_id}/audiences/{segment}/export")
+def export_file(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleUser,
+    profile_id: str,
+    segment: str,
+    format: str = "",
+) -> StreamingResponse:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    plan = plan_export(session, profile_id=profile.id, segment=segment, file_format=format)
+    return download(request, plan)
+
+
+def _refused(
+    request: Request,
+    session: Session,
+    user: Any,
+    profile_id: str,
+    error: ValidationFailed,
+    form: dict[str, str],
+) -> HTMLResponse:
+    session.rollback()
+    context = _context(session, user.merchant.id, profile_id)
+    message = "Enter an email address or a phone number."
+    if error.code != "missing_field":
+        message = "Check the email address or phone number: it cannot be matched as written."
+    context.update(form=form, errors={form["action"]: message})
+    return console_page(request, user, PAGE, context, status_code=400)
+
+
+@router.post("/merchant/profiles/{profile_id}/audiences/opt-out")
+def opt_out_form(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleForm,
+    profile_id: str,
+    email: str = Form(""),
+    phone: str = Form(""),
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    try:
+        count = opt_out(session, profile_id=profile.id, email=email, phone=phone)
+    except ValidationFailed as error:
+        form = {"action": "opt-out", "email": email, "phone": phone}
+        return _refused(request, session, user, profile_id, error, form)
+    done = "opted-out" if count else "nobody"
+    return RedirectResponse(f"{_path(profile.id)}?done={done}", status_code=303)
+
+
+@router.post("/merchant/profiles/{profile_id}/audiences/erase/confirm")
+def confirm_erasure(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleForm,
+    profile_id: str,
+    email: str = Form(""),
+    phone: str = Form(""),
+) -> HTMLResponse:
+    """The confirmation step: nothing is changed until the merchant confirms."""
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    if not email.strip() and not phone.strip():
+        error = ValidationFailed(code="missing_field")
+        form = {"action": "erase", "email": email, "phone": phone}
+        return _refused(request, session, user, profile_id, error, form)
+    context = {"profile": profile, "email": email.strip(), "phone": phone.strip()}
+    return console_page(request, user, "audiences/confirm_erase.html", context)
+
+
+@router.post("/merchant/profiles/{profile_id}/audiences/erase")
+def erase_form(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleForm,
+    profile_id: str,
+    email: str = Form(""),
+    phone: str = Form(""),
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    try:
+        count = erase(session, profile_id=profile.id, email=email, phone=phone)
+    except ValidationFailed as error:
+        form = {"action": "erase", "email": email, "phone": phone}
+        return _refused(request, session, user, profile_id, error, form)
+    done = "erased" if count else "nobody"
+    return RedirectResponse(f"{_path(profile.id)}?done={done}", status_code=303)

@@ -1,0 +1,66 @@
+"""Arranging customers and orders for the audience tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from partnerlink.customers.models import Customer
+from partnerlink.orders.models import Order
+from partnerlink.stores.models import Store
+
+
+def add_customer(
+    session: Session,
+    store: Store,
+    *,
+    email: str | None = None,
+    phone: str | None = None,
+    first_name: str | None = None,
+    last_name: str | None = None,
+    city: str | None = None,
+    country_code: str | None = "US",
+) -> Customer:
+    customer = Customer(
+        profile_id=store.profile_id,
+        email=email,
+        phone_number=phone,
+        first_name=first_name,
+        last_name=last_name,
+        city=city,
+        country_code=country_code,
+    )
+    session.add(customer)
+    session.commit()
+    return customer
+
+
+def add_order(
+    session: Session,
+    store: Store,
+    customer: Customer | None,
+    *,
+    days_ago: float,
+    price: int = 1000,
+    currency: str = "USD",
+) -> Order:
+    number = session.query(Order).count() + 1
+    order = Order(
+        store_id=store.id,
+        profile_id=store.profile_id,
+        order_id=f"T-{number}",
+        order_price=price,
+        order_currency=currency,
+        ordered_at=datetime.now(UTC) - timedelta(days=days_ago),
+        customer_id=customer.id if customer else None,
+        customer_first_name=customer.first_name if customer else None,
+        customer_last_name=customer.last_name if customer else None,
+        customer_email=customer.email if customer else None,
+        customer_phone_number=customer.phone_number if customer else None,
+        details={},
+        conversion="organic",
+    )
+    session.add(order)
+    session.commit()
+    return order
