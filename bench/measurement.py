@@ -45,7 +45,7 @@ from partnerlink.app import create_app
 from partnerlink.customers.models import Customer
 from partnerlink.db.migrate import upgrade
 from partnerlink.measurement.models import Touch
-from partnerlink.merchant.service import start_session
+from partnerlink.merchant.sessions import start_session
 from partnerlink.orders.models import Order
 from partnerlink.settings import Settings
 

@@ -12,6 +12,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR = Path("data")
+# Set by `partnerlink serve` for its server processes (not in tests' in-process apps).
+SERVER_PROCESS_ENV = "PARTNERLINK_SERVER_PROCESS"
 
 
 class Settings(BaseSettings):

@@ -24,7 +24,7 @@ from partnerlink.deps import SessionDep
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import UnknownCampaign, campaign_of
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import owned_profile
+from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import ValidationFailed, problem_responses
 
 router = APIRouter(tags=["Merchant"])

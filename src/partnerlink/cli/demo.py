@@ -16,8 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
+from partnerlink.merchant.accounts import create_merchant
+from partnerlink.merchant.manual_stores import create_manual_store
 from partnerlink.merchant.models import Merchant, Profile
-from partnerlink.merchant.service import create_manual_store, create_merchant, create_profile
+from partnerlink.merchant.profiles import create_profile
 from partnerlink.pairing.service import reserve_pairing_code
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import register_partner, rotate_client_secret

@@ -20,6 +20,8 @@ from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.log_format import JsonFormatter, use_json_logs
 from partnerlink.ops import start_multiprocess_metrics
 from partnerlink.security.redaction import install_log_redaction
+from partnerlink.settings import SERVER_PROCESS_ENV
+from partnerlink.worker import BackgroundWorker
 
 
 def register(app: typer.Typer) -> None:
@@ -44,8 +46,6 @@ def serve(
     if not json_output and settings.log_format != "json":  # JSON logs: nothing but JSON lines
         _print_banner(settings.public_url)
     install_log_redaction()
-    from partnerlink.app import SERVER_PROCESS_ENV
-
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
     # Several processes: /metrics adds up all of them (files in a directory of this run's).
     metrics_dir = start_multiprocess_metrics() if workers > 1 else None
@@ -102,8 +102,8 @@ def _print_banner(public_url: str) -> None:
 
 def worker(json_output: bool = JsonOption) -> None:
     """Run the background worker (uploads, e-receipts) as its own process."""
-    from partnerlink.worker import BackgroundWorker
-
+    logging.basicConfig(level=logging.INFO)
+    install_log_redaction()
     settings = load_settings()
     logging.basicConfig(level=logging.INFO)
     if settings.log_format == "json":

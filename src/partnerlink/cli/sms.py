@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from partnerlink.cli.common import JsonOption, print_json, unit_of_work
-from partnerlink.receipts.service import list_messages
+from partnerlink.receipts.queries import list_messages
 
 app = typer.Typer(no_args_is_help=True)
 

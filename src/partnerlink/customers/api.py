@@ -12,7 +12,6 @@ from starlette.requests import ClientDisconnect
 
 from partnerlink.customers.schemas import (
     CustomerRecord,
-    LegacyAccessToken,
     UploadReceivedOut,
     UploadStatusOut,
     UploadUrlOut,
@@ -39,7 +38,7 @@ from partnerlink.problems import (
     problem_responses,
 )
 from partnerlink.settings import Settings
-from partnerlink.tokens.deps import CurrentStore
+from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
 
 router = APIRouter(tags=["Customers"])
 T = TypeVar("T")

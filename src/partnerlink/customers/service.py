@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
@@ -377,28 +376,6 @@ def _insert_new(sql: Sql, *, profile_id: str, fields: CustomerFields) -> Custome
 
 def _values(fields: CustomerFields) -> dict[str, str | None]:
     return {column: getattr(fields, column) for column in MERGED_COLUMNS}
-
-
-def count_customers(session: Session, *, profile_id: str) -> int:
-    """Counts the profile's customers."""
-    return (
-        session.scalar(
-            select(func.count()).select_from(Customer).where(Customer.profile_id == profile_id)
-        )
-        or 0
-    )
-
-
-def list_customers(session: Session, *, profile_id: str, limit: int) -> list[Customer]:
-    """The profile's customers, newest first."""
-    return list(
-        session.scalars(
-            select(Customer)
-            .where(Customer.profile_id == profile_id)
-            .order_by(Customer.id.desc())
-            .limit(limit)
-        )
-    )
 
 
 def customer_json(customer: Customer) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
 from partnerlink.measurement.schemas import CampaignIn, TouchesIn
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import owned_profile
+from partnerlink.merchant.ownership import owned_profile
 
 router = APIRouter(tags=["Measurement"])
 

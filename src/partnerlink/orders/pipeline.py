@@ -46,12 +46,7 @@ log = logging.getLogger("partnerlink.orders")
 BATCH = 64
 # Batches in flight per server process. One: a second only adds GIL hand-offs between
 # threads, row-lock conflicts between batch transactions and round trips (each batch half
-# the size, every round trip paid twice). Measured on PostgreSQL with bench/orders.py on
-# this 2-core machine, where a round trip costs ~200 us of CPU (client and server): one
-# drain 909 orders/s at 32 connections and 978-989 at 64, two drains 762 and 830-934.
-# Earlier, on a faster machine and before batches worked phase by phase, two had measured
-# best (620 orders/s against 550), as one stalled the process while its batch waited on a
-# lock; a batch now gives up on a lock after LOCK_WAIT_MS.
+# the size, every round trip paid twice). Figures: bench/README.md ("Settings and their figures").
 MAX_DRAINS = 1
 
 Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)

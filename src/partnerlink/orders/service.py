@@ -27,13 +27,27 @@ from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
 from partnerlink.orders.models import Order
+from partnerlink.orders.receipt_outbox import (
+    DueReceipt,
+    order_visible,
+    queue_receipts,
+    receipt_phone,
+)
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
-from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_phone
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.stores.service import apply_store_profile_sql, load_store
-from partnerlink.tokens.service import ConnectedStore, authenticate_access_token_sql
+from partnerlink.stores.service import (
+    STORE_PROFILE_COLUMNS,
+    apply_store_profile_sql,
+    load_store,
+    remember_store,
+)
+from partnerlink.tokens.service import ConnectedStore, access_lookup, authenticate_access_token_sql
+
+# The store's whole profile comes along with the token: an order's store snapshot is
+# compared with it (stores.service.remember_store), so a batch reads its store once.
+_ACCESS_WITH_STORE = access_lookup(("green_invoices", *STORE_PROFILE_COLUMNS))
 
 
 class ReceiptsDisabled(Forbidden):
@@ -85,7 +99,8 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     admitted: list[_Admitted] = []
     for index, post in enumerate(posts):
         try:
-            caller = authenticate_access_token_sql(sql, post.token)
+            caller = authenticate_access_token_sql(sql, post.token, _ACCESS_WITH_STORE)
+            remember_store(sql, caller.store_id, caller.store_columns)
             store = _store_facts(sql, caller=caller, order=post.order)
         except InvalidToken as refused:
             outcomes[index] = (False, refused)

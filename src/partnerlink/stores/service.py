@@ -60,13 +60,15 @@ def profile_values(
 
 
 def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfileIn) -> Store:
-    """Writes a partner's store profile onto the store (PUT /v1/stores)."""
+    """Writes a partner's store profile onto the store (PUT /v1/stores).
+
+    The same write as an order's store snapshot (`apply_store_profile_sql`), on the
+    session's own connection and transaction.
+    """
     store = load_store(session, store_id=store_id)
-    values = profile_values(profile, stored_currency=store.currency)
-    for column, value in values.items():
-        if value is not None:
-            setattr(store, column, value)
     session.flush()
+    apply_store_profile_sql(Sql.of_session(session), store_id=store_id, profile=profile)
+    session.refresh(store)
     return store
 
 
