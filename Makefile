@@ -17,8 +17,16 @@ $(STAMP): pyproject.toml
 run: install
 	@$(BIN)/partnerlink serve
 
+# The suite runs in parallel (pytest-xdist), one worker per core, each test file on one
+# worker (so a module's live server or browser starts once). PYTEST_ARGS come last and
+# win: `make test PYTEST_ARGS="tests/orders -x"`, or `PYTEST_ARGS="-n 0"` for one process.
+# pytest's status 5 (no test collected) fails like any other, and says why.
+TEST_WORKERS ?= logical
+
 test: install
-	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (status 5)" >&2; fi; \
+	exit $$status
 
 lint: install
 	@$(BIN)/ruff check src tests bench

@@ -1,7 +1,7 @@
 """Benchmark: a large customer file through the real upload URL of a real server.
 
     .venv/bin/python bench/customers_ingest.py [--records 1000000]
-        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--s3]
 
 Generates a realistic file (varied phone formats, duplicates, some bad records;
 cached between runs), starts `partnerlink serve` on a fresh database, uploads
@@ -10,6 +10,10 @@ second time, and prints records/second and the server's peak memory. Beside
 them, the ceiling: a plain batched insert of the same already-normalized rows
 into the same database through ingestion's own INSERT (one transaction per
 batch), with SQLAlchemy Core's insert() executemany for reference.
+
+With --s3 the server keeps the file in an S3 bucket (PARTNERLINK_UPLOAD_STORAGE)
+on a local S3-compatible server (moto's standalone server, started here)
+instead of its upload directory.
 """
 
 from __future__ import annotations
@@ -141,7 +145,10 @@ def formatted(phone: str | None, rng: random.Random) -> str | None:
 
 
 def records(count: int) -> Iterator[Any]:
-    """~3% duplicates (re-typed, same person), ~1% bad records, the rest distinct people."""
+    """~3% duplicates (re-typed, same person), ~1% bad records, the rest distinct people.
+
+    Every element is an object: a non-object element makes the whole file invalid.
+    """
     rng = random.Random(42)
     distinct = 0
     for _ in range(count):
@@ -152,7 +159,7 @@ def records(count: int) -> Iterator[Any]:
                     {"firstName": "Nobody"},
                     {"email": "not-an-email", "firstName": "Bad"},
                     {"email": "bad@", "phoneNumber": "12"},
-                    "not an object",
+                    {"email": None, "city": "Nowhere"},
                     {"phoneNumber": "call me"},
                 ]
             )
@@ -171,7 +178,7 @@ def records(count: int) -> Iterator[Any]:
 
 
 def ensure_file(count: int, directory: Path) -> Path:
-    path = directory / f"customers-{count}.json"
+    path = directory / f"customers-{count}-objects.json"
     if path.exists():
         return path
     partial = path.with_suffix(".part")
@@ -323,6 +330,9 @@ def main() -> None:
     )
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument(
+        "--s3", action="store_true", help="store uploads in a local S3 server (moto)"
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "plk-bench")
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -350,6 +360,7 @@ def main() -> None:
                 "PARTNERLINK_SECRET_KEY": "bench-secret-key",
                 "PARTNERLINK_WORKER_POLL_SECONDS": "0.05",
             }
+            s3 = start_s3(env) if args.s3 else None
             log = (workdir / "server.log").open("wb")
             server = subprocess.Popen(
                 [
@@ -370,7 +381,7 @@ def main() -> None:
             try:
                 _wait_healthy(base, server)
                 kind = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
-                print(f"database: {kind}")
+                print(f"database: {kind}; uploads stored in {'S3 (moto)' if s3 else 'files'}")
                 results = []
                 memory = MemoryWatch(server.pid)
                 for label in ("first upload", "re-upload"):
@@ -388,6 +399,9 @@ def main() -> None:
                 server.terminate()
                 server.wait(timeout=30)
                 log.close()
+                if s3 is not None:
+                    s3.terminate()
+                    s3.wait(timeout=30)
             print(
                 f"peak RSS: {memory.peak_kib / 1024:,.0f} MiB server and upload reader together "
                 f"(sampled every 50 ms); server's own high-water mark {high_water:,.0f} MiB"
@@ -416,6 +430,20 @@ def main() -> None:
             )
         finally:
             drop_database()
+
+
+def start_s3(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A local S3 server with a fresh bucket; points the server's settings at it."""
+    from tests.s3 import CREDENTIALS, S3Server, start_s3_server
+
+    port = _free_port()
+    process = start_s3_server(port=port)
+    endpoint = f"http://127.0.0.1:{port}"
+    env.update(CREDENTIALS)
+    env["PARTNERLINK_UPLOAD_STORAGE"] = "s3://bench-uploads/customer-files"
+    env["PARTNERLINK_S3_ENDPOINT_URL"] = endpoint
+    S3Server(endpoint).client().create_bucket(Bucket="bench-uploads")
+    return process
 
 
 def _free_port() -> int:

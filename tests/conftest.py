@@ -9,6 +9,7 @@ dropped afterwards. Every test starts from empty tables.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import pytest
@@ -107,13 +109,39 @@ def session(app) -> Iterator[Session]:  # type: ignore[no-untyped-def]
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on, kept from every other program for a minute.
+
+    Picking a free port and binding it later races with everything else on the
+    machine (another test run, an outgoing connection, a bind to port 0). So the
+    port is left in TIME_WAIT: the kernel hands it to no bind(0) nor connect()
+    and refuses it to a plain bind, while a server binding it with SO_REUSEADDR
+    (uvicorn and `partnerlink serve` do) gets it at once. A connection to it is
+    refused until a server listens.
+    """
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        address = listener.getsockname()
+        with socket.create_connection(address, timeout=30):
+            accepted, _ = listener.accept()
+            accepted.close()  # closed first: this side of the connection waits in TIME_WAIT
+        return int(address[1])
+
+
+# What a server that found its port taken after all says before it exits: uvicorn's
+# single process, `partnerlink serve --workers N`.
+PORT_TAKEN = ("address already in use", "cannot listen on")
+START_TIMEOUT = 300  # seconds: 2-3 s on an idle machine, over a minute on a very busy one
 
 
 class LiveServer:
-    """A real `partnerlink serve` process on a free port."""
+    """A real `partnerlink serve` process on a free port.
+
+    `url` and `port` are known before `start()` (and may be put in `env`); should
+    the port be taken by the time the server binds it, `start()` moves the server
+    to another port, replacing the old address in `env` too.
+    """
 
     def __init__(self, env: dict[str, str], workers: int = 1) -> None:
         self.port = free_port()
@@ -121,6 +149,7 @@ class LiveServer:
         self.env = {**os.environ, "PARTNERLINK_PUBLIC_URL": self.url, **env}
         self.workers = workers
         self.log_path = Path(env["PARTNERLINK_DATA_DIR"]) / "server.log"
+        self.log: BinaryIO | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -130,11 +159,25 @@ class LiveServer:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=300,
             check=False,
         )
 
     def start(self) -> None:
+        try:
+            for _ in range(5):
+                if self._launch():
+                    return
+                self._move_to(free_port())
+        except BaseException:
+            # A server that gave up on here may still come up later: it must not go on
+            # serving (and running the background worker on) this run's database.
+            self.stop()
+            raise
+        raise RuntimeError(f"every port tried was taken: {self.logs()}")
+
+    def _launch(self) -> bool:
+        """Starts the process: True once it serves on its port, False if the port was taken."""
         self.log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [
@@ -151,25 +194,50 @@ class LiveServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log_path.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("server did not start in 60 s")
+                self.log.close()
+                if any(taken in self.logs().lower() for taken in PORT_TAKEN):
+                    return False
+                raise RuntimeError(f"server exited: {self.logs()}")
+            # Only a server that bound the port itself counts: /healthz alone could be
+            # answered by another program's server on the port.
+            if self._bound() and self._healthy():
+                return True
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not start in {START_TIMEOUT} s: {self.logs()}")
+
+    def _bound(self) -> bool:
+        """What the server logs once it holds the port: uvicorn's one process says so;
+        `serve --workers N` binds every socket before it starts any server process."""
+        logs = self.logs()
+        if self.workers > 1:
+            return "Started server process" in logs
+        return f"Uvicorn running on {self.url} " in logs
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _move_to(self, port: int) -> None:
+        old = re.compile(re.escape(self.url) + r"(?!\d)")
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = {name: old.sub(self.url, value) for name, value in self.env.items()}
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=15)
+                self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        self.log.close()
+                self.process.wait()
+        if self.log:
+            self.log.close()
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from partnerlink.merchant.accounts import create_merchant
 from partnerlink.merchant.models import Merchant, Profile
-from partnerlink.merchant.service import create_merchant
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import register_partner
 from partnerlink.stores.models import Store

@@ -37,7 +37,7 @@ def test_settings_table_is_every_setting_with_its_default() -> None:
     )
     documented: dict[str, tuple[str, str]] = {}
     for names, default, meaning in rows:
-        first, *more = re.findall(r"`([A-Z_]+)`", names)
+        first, *more = re.findall(r"`([A-Z0-9_]+)`", names)
         documented[first] = (default.strip().strip("`"), meaning)
         prefix = first.rsplit("_", 2)[0]  # PARTNERLINK_TWILIO_ACCOUNT_SID, `_AUTH_TOKEN`, ...
         for suffix in more:

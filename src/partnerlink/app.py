@@ -16,20 +16,39 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from partnerlink import __version__
+from partnerlink import __version__, ops
 from partnerlink.apidocs import install_api_docs
+from partnerlink.audiences import api as audiences_api
+from partnerlink.audiences import web as audiences_web
+from partnerlink.connect import api as connect_api
+from partnerlink.connect import merchant_api as consent_merchant_api
+from partnerlink.connect import platform_api
+from partnerlink.connect import web as connect_web
+from partnerlink.console import web as merchant_web
+from partnerlink.customers import api as customers_api
+from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.measurement import api as measurement_api
+from partnerlink.measurement import web as measurement_web
+from partnerlink.merchant import api as merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
+from partnerlink.orders import api as orders_api
+from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders.fast_lane import OrdersFastLane
+from partnerlink.pairing import api as pairing_api
+from partnerlink.pairing import merchant_api as pairing_merchant_api
 from partnerlink.problems import (
     DomainError,
     InternalError,
     problem_from,
     problem_response,
 )
+from partnerlink.receipts import web as receipts_web
 from partnerlink.security.redaction import install_log_redaction
-from partnerlink.settings import Settings, get_settings
+from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
+from partnerlink.stores import api as stores_api
 from partnerlink.validation import problem_from_validation_error
+from partnerlink.worker import BackgroundWorker
 
 log = logging.getLogger("partnerlink")
 
@@ -49,6 +68,7 @@ _MOUNTED_PREFIXES = (
     "/static",
 )
 UPLOAD_PATH_PREFIX = "/v1/uploads/"
+TOUCHES_MAX_BYTES = 8 * 1024 * 1024
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -62,8 +82,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tune_garbage_collector()
         worker = None
         if settings.run_worker:
-            from partnerlink.worker import BackgroundWorker
-
             worker = BackgroundWorker(app.state.sessionmaker, settings)
             worker.start()
         try:
@@ -97,23 +115,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # real requests, and the orders' fast lane (innermost) works inside all three.
     app.add_middleware(OrdersFastLane)
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_body_bytes, exempt_prefixes=(UPLOAD_PATH_PREFIX,)
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        exempt_prefixes=(UPLOAD_PATH_PREFIX,),
+        # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
+        larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(Metrics)
+    app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app
-
-
-# Set by `partnerlink serve` for its server processes (not in tests' in-process apps).
-SERVER_PROCESS_ENV = "PARTNERLINK_SERVER_PROCESS"
 
 
 def tune_garbage_collector() -> None:
     """What start-up built (routes, schemas, statement caches) lives as long as the process.
 
     Freezing it keeps the cyclic collector from walking it again and again, and
-    collecting the young generation less often spares the hot path; measured with
-    bench/orders.py: p99 119 -> 64 ms, +7% orders/s.
+    collecting the young generation less often spares the hot path (figures:
+    bench/README.md, "Settings and their figures").
     """
     gc.collect()
     gc.freeze()
@@ -121,24 +139,6 @@ def tune_garbage_collector() -> None:
 
 
 def _include_routers(app: FastAPI) -> None:
-    from partnerlink import ops
-    from partnerlink.audiences import api as audiences_api
-    from partnerlink.audiences import web as audiences_web
-    from partnerlink.connect import api as connect_api
-    from partnerlink.connect import merchant_api as consent_merchant_api
-    from partnerlink.connect import platform_api
-    from partnerlink.connect import web as connect_web
-    from partnerlink.customers import api as customers_api
-    from partnerlink.customers import merchant_api as customers_merchant_api
-    from partnerlink.merchant import api as merchant_api
-    from partnerlink.merchant import web as merchant_web
-    from partnerlink.orders import api as orders_api
-    from partnerlink.orders import merchant_api as orders_merchant_api
-    from partnerlink.pairing import api as pairing_api
-    from partnerlink.pairing import merchant_api as pairing_merchant_api
-    from partnerlink.receipts import web as receipts_web
-    from partnerlink.stores import api as stores_api
-
     # The hottest route is matched first (a request tries the routers in order; measured:
     # ~25 us a request); the API reference keeps SPEC.md's order by its tags (create_app).
     app.include_router(orders_api.router, prefix="/v1")
@@ -157,12 +157,14 @@ def _include_routers(app: FastAPI) -> None:
         customers_merchant_api.router,
         orders_merchant_api.router,
         audiences_api.router,
+        measurement_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(merchant_web.router, include_in_schema=False)
     app.include_router(audiences_web.router, include_in_schema=False)
+    app.include_router(measurement_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
 
@@ -173,8 +175,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         return problem_from(error)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
-        return problem_from_validation_error(error)
+    async def _validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        return problem_from_validation_error(error, request.headers.get("content-type"))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Any:

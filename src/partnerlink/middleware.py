@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from partnerlink.log_format import CURRENT_REQUEST, RequestLog, request_id_from
 from partnerlink.problems import PROBLEM_MEDIA_TYPE, problem_body
 
 REQUESTS = Counter(
@@ -44,22 +45,34 @@ async def send_problem(send: Send, status: int, code: str, detail: str) -> None:
 class BodySizeLimit:
     """Answers 413 for JSON bodies over the limit, without reading them whole.
 
-    Paths in `exempt_prefixes` (the customer upload URL) enforce their own, larger limit.
+    Paths in `exempt_prefixes` (the customer upload URL) enforce their own, larger limit;
+    paths ending in one of `larger_suffixes` take that larger limit here.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, exempt_prefixes: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        exempt_prefixes: tuple[str, ...],
+        larger_suffixes: tuple[tuple[str, int], ...] = (),
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.exempt_prefixes = exempt_prefixes
+        self.larger_suffixes = larger_suffixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].startswith(self.exempt_prefixes):
             await self.app(scope, receive, send)
             return
+        max_bytes = self.max_bytes
+        for suffix, larger in self.larger_suffixes:
+            if scope["path"].endswith(suffix):
+                max_bytes = max(max_bytes, larger)
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
-                    too_large = int(value) > self.max_bytes
+                    too_large = int(value) > max_bytes
                 except ValueError:
                     too_large = False
                 if too_large:
@@ -75,7 +88,7 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     raise _BodyTooLarge
             return message
 
@@ -137,10 +150,15 @@ class SecurityHeaders:
 
 
 class Metrics:
-    """Counts requests by route template (not raw path, which would explode cardinality)."""
+    """Counts requests by route template (not raw path, which would explode cardinality).
 
-    def __init__(self, app: ASGIApp) -> None:
+    With `request_log` (JSON logs) it also makes the request known to its log
+    lines: a request id, when it started, and its route template.
+    """
+
+    def __init__(self, app: ASGIApp, request_log: bool = False) -> None:
         self.app = app
+        self.request_log = request_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -148,6 +166,12 @@ class Metrics:
             return
         started = time.perf_counter()
         status = 500
+        if self.request_log:
+            CURRENT_REQUEST.set(
+                RequestLog(
+                    request_id_from(scope["headers"]), started, lambda: route_template(scope)
+                )
+            )
 
         async def capture(message: Message) -> None:
             nonlocal status

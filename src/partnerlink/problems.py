@@ -104,6 +104,21 @@ class RateLimited(DomainError):
         super().__init__(detail, headers={"Retry-After": str(max(1, retry_after_seconds))})
 
 
+class Unavailable(DomainError):
+    """The service cannot take the request now (a busy database): nothing was applied.
+
+    A 500, never a 503: SPEC.md lists no 503, and its handling rules retry a 500
+    with exponential backoff (CONTRACT.md §6). `Retry-After` says how soon.
+    """
+
+    status = 500
+    code = "unavailable"
+    detail = "The service cannot take this request now; retry with exponential backoff."
+
+    def __init__(self, detail: str | None = None, *, retry_after_seconds: int = 1) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after_seconds))})
+
+
 def problem_body(
     status: int,
     code: str,

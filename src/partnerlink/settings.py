@@ -6,11 +6,14 @@ import secrets
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR = Path("data")
+# Set by `partnerlink serve` for its server processes (not in tests' in-process apps).
+SERVER_PROCESS_ENV = "PARTNERLINK_SERVER_PROCESS"
 
 
 class Settings(BaseSettings):
@@ -51,6 +54,11 @@ class Settings(BaseSettings):
     # A crashed worker's upload is taken over once its lease (renewed every batch) runs out.
     upload_lease_seconds: int = Field(30, gt=0)
 
+    # CONTRACT §10: operation on many machines.
+    upload_storage: str = "file"
+    s3_endpoint_url: str | None = None
+    log_format: Literal["text", "json"] = "text"
+
     @field_validator("database_url")
     @classmethod
     def _use_psycopg3(cls, url: str) -> str:
@@ -70,6 +78,15 @@ class Settings(BaseSettings):
             parse(value)
         except ValueError as error:
             raise ValueError(f"not a rate limit like '10/10minutes': {value!r}") from error
+        return value
+
+    @field_validator("upload_storage")
+    @classmethod
+    def _valid_upload_storage(cls, value: str) -> str:
+        # Refuse a typo at start-up rather than with a 500 on the first upload.
+        parts = urlsplit(value)
+        if value != "file" and (parts.scheme != "s3" or not parts.netloc):
+            raise ValueError(f"expected 'file' or s3://bucket/prefix, not {value!r}")
         return value
 
     @field_validator("public_url", "connect_url", "receipt_url")

@@ -14,6 +14,9 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.customers.storage import upload_storage
+from partnerlink.customers.tasks import ingest_next_upload
+from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.worker")
@@ -32,9 +35,6 @@ PARTIAL_SWEEP_INTERVAL_SECONDS = 300.0
 
 
 def registered_tasks() -> list[tuple[str, Task]]:
-    from partnerlink.customers.tasks import ingest_next_upload
-    from partnerlink.receipts.tasks import send_due_receipts
-
     return [("customer uploads", ingest_next_upload), ("e-receipts", send_due_receipts)]
 
 
@@ -45,8 +45,6 @@ def partial_upload_age_seconds(settings: Settings) -> float:
 
 def sweep_partial_uploads(settings: Settings) -> int:
     """Deletes temporary upload files abandoned by a killed PUT; returns how many."""
-    from partnerlink.customers.storage import upload_storage
-
     removed = upload_storage(settings).sweep_partial(partial_upload_age_seconds(settings))
     if removed:
         log.info("removed %d abandoned partial upload file(s)", removed)

@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences.models import Suppression
 from partnerlink.audiences.service import opt_in_phone, opt_out_phone
 from partnerlink.db.base import Base
-from partnerlink.orders.models import Order, Touch
+from partnerlink.measurement.models import Touch
+from partnerlink.orders.conversion import identifier_hash
+from partnerlink.orders.models import Order
 from partnerlink.receipts.models import Receipt
 from tests.audiences.helpers import add_customer, add_order
 from tests.conftest import LiveServer
@@ -153,7 +155,7 @@ def test_erasure_leaves_nothing_personal_in_the_database_or_the_log(
         Touch(
             profile_id=shop.profile.id,
             campaign_id="spring",
-            email=erased["email"],
+            email_sha256=identifier_hash(erased["email"].lower()),
             touched_at=datetime.now(UTC),
         )
     )

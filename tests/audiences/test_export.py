@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import hmac
 import io
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences import hashing, service
@@ -160,3 +162,41 @@ def test_bad_requests_answer_problem_bodies(
         assert response.headers["content-type"].startswith("application/problem+json")
         body = response.json()
         assert body["code"] == code and body["success"] is False and body["status"] == status
+
+
+def test_campaign_export_leaves_out_its_control_group(
+    client: TestClient, session: Session, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    customers = [
+        add_customer(session, shop.store, email=f"person{i}@example.com") for i in range(60)
+    ]
+    created = client.post(
+        f"/merchant/api/profiles/{shop.profile.id}/campaigns",
+        json={
+            "campaignId": "spring",
+            "name": "Spring",
+            "startsAt": "2026-01-01T00:00:00Z",
+            "holdoutPercent": 50,
+        },
+        headers=owner,
+    )
+    assert created.status_code == 200, created.text
+    salt = session.scalar(text("SELECT salt FROM campaigns WHERE campaign_id = 'spring'"))
+    session.commit()  # hands SQLite's one connection back to the app
+
+    # The group by CONTRACT §7's rule, computed here from the stored salt with hmac directly.
+    def in_control(customer_id: int) -> bool:
+        digest = hmac.new(bytes(salt), str(customer_id).encode(), hashlib.sha256).hexdigest()
+        return int(digest[:8], 16) < 50 * 2**32 // 100
+
+    expected_test = {_sha(c.email or "") for c in customers if not in_control(c.id)}
+    assert 0 < len(expected_test) < 60  # both groups are there
+    response = client.get(
+        f"/merchant/api/profiles/{shop.profile.id}/audiences/all/export",
+        params={"format": "meta", "campaignId": "spring"},
+        headers=owner,
+    )
+    assert response.status_code == 200, response.text
+    rows = list(csv.reader(io.StringIO(response.text)))[1:]
+    assert {row[0] for row in rows} == expected_test
+    assert len(_export(client, shop, owner, "all", "meta")) == 61  # without campaignId: all

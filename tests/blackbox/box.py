@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -12,6 +11,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import LiveServer
+from tests.waiting import wait_for
 
 PROBLEM_TYPE = "application/problem+json"
 PROBLEM_MEMBERS = {"type", "title", "status", "detail", "code", "success"}
@@ -305,17 +305,12 @@ class Box:
 
     # waiting for the background worker -----------------------------------------
 
-    def wait_for(self, check: Any, timeout: float = 20.0, interval: float = 0.1) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError("condition not met in time")
-            time.sleep(interval)
+    def wait_for(self, check: Any, timeout: float = 120.0, interval: float = 0.1) -> Any:
+        return wait_for(check, timeout, "the background worker", interval)
 
-    def wait_upload(self, conn: Connected, upload_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    def wait_upload(
+        self, conn: Connected, upload_id: str, timeout: float = 300.0
+    ) -> dict[str, Any]:
         last: dict[str, Any] = {}
 
         def done() -> dict[str, Any] | None:
@@ -341,7 +336,7 @@ class Box:
                     return str(message["link"])
             return None
 
-        return str(self.wait_for(link, timeout=30, interval=1))
+        return str(self.wait_for(link, timeout=120, interval=1))
 
     def upload_customers(self, conn: Connected, records: Any) -> dict[str, Any]:
         """Endpoint 8, then the PUT; answers the finished upload status."""

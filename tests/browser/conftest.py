@@ -41,6 +41,9 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct horse battery"
+# How long a page may take to show what a test waits for: a second when idle, far more
+# on a busy shared machine.
+BROWSER_TIMEOUT_MS = 60_000
 
 pytestmark = pytest.mark.browser
 
@@ -80,7 +83,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1100, "height": 760})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     try:
         yield context.new_page()
     finally:
@@ -92,7 +95,7 @@ def phone(browser: Any) -> Iterator[Any]:
     context = browser.new_context(
         viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True
     )
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     try:
         yield context.new_page()
     finally:

@@ -14,14 +14,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
 
 from tests.conftest import LiveServer, free_port
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,20 +34,6 @@ pytestmark = [
 LISTEN = "0A"
 ESTABLISHED = "01"
 CONNECTIONS = 64
-
-T = TypeVar("T")
-
-
-def wait_for(check: Callable[[], T | None], timeout: float, what: str) -> T:
-    """Polls `check` until it answers something truthy; fails after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.1)
 
 
 def start_time(pid: int) -> str | None:
@@ -119,7 +105,7 @@ def tcp_sockets(port: int, state: str) -> dict[int, int]:
 
 def healthy(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        return httpx.get(f"{url}/healthz", timeout=10).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -184,7 +170,7 @@ def serving(tmp_path: Path) -> Iterator[Serving]:
     try:
         server.start()
         # /healthz answers as soon as one process listens; wait for both.
-        wait_for(serving.two_listeners, 30, "two server processes listening")
+        wait_for(serving.two_listeners, 120, "two server processes listening")
         yield serving
     finally:
         serving.all_children()
@@ -204,7 +190,7 @@ def test_each_server_process_listens_on_the_port_with_a_socket_of_its_own(
     assert set(listeners.values()) == processes
     assert serving.pid not in listeners.values()
     for _ in range(10):
-        assert httpx.get(f"{serving.server.url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{serving.server.url}/healthz", timeout=30).status_code == 200
 
 
 REQUEST = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -244,7 +230,7 @@ def test_many_keep_alive_connections_are_spread_over_both_processes(serving: Ser
             os.kill(pid, signal.SIGSTOP)
         try:
             for _ in range(CONNECTIONS):
-                sock = socket.create_connection(("127.0.0.1", serving.port), timeout=10)
+                sock = socket.create_connection(("127.0.0.1", serving.port), timeout=60)
                 sockets.append(sock)
                 sock.sendall(REQUEST)
         finally:
@@ -302,7 +288,7 @@ def test_a_second_server_on_the_same_port_fails_and_the_first_keeps_serving(
             start_new_session=True,  # its process group can be killed whole
         )
         try:
-            code = second.wait(timeout=20)
+            code = second.wait(timeout=120)
         finally:
             if second.poll() is None:
                 os.killpg(second.pid, signal.SIGKILL)
@@ -325,13 +311,13 @@ def test_a_server_process_that_dies_is_replaced(serving: Serving) -> None:
         now = serving.server_children()
         return now if len(now) == 2 and victim not in now else None
 
-    now = wait_for(replaced, 15, "a replacement server process")
+    now = wait_for(replaced, 120, "a replacement server process")
     assert survivor in now
-    listeners = wait_for(serving.two_listeners, 15, "two listeners again")
+    listeners = wait_for(serving.two_listeners, 120, "two listeners again")
     assert set(listeners.values()) == now
-    wait_for(lambda: healthy(serving.server.url), 10, "/healthz 200")
+    wait_for(lambda: healthy(serving.server.url), 60, "/healthz 200")
     for _ in range(10):
-        assert httpx.get(f"{serving.server.url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{serving.server.url}/healthz", timeout=30).status_code == 200
 
 
 def test_sigterm_to_the_parent_stops_every_process(serving: Serving) -> None:
@@ -341,7 +327,7 @@ def test_sigterm_to_the_parent_stops_every_process(serving: Serving) -> None:
     assert len(serving.server_children()) == 2
 
     serving.server.process.send_signal(signal.SIGTERM)
-    code = serving.server.process.wait(timeout=30)
+    code = serving.server.process.wait(timeout=60)
 
     assert code == 0
 
@@ -350,7 +336,7 @@ def test_sigterm_to_the_parent_stops_every_process(serving: Serving) -> None:
     def gone() -> bool:
         return all(start_time(pid) != started[pid] for pid in processes)
 
-    wait_for(gone, 5, "every child process gone")
+    wait_for(gone, 30, "every child process gone")
     assert not tcp_sockets(serving.port, LISTEN)
     # The port is free again.
     with socket.socket() as sock:
@@ -392,10 +378,10 @@ def test_of_two_servers_started_together_one_serves_and_the_other_exits(tmp_path
             )
             time.sleep(0.3)
         exited = wait_for(
-            lambda: [s for s in servers if s.poll() is not None] or None, 30, "one server to exit"
+            lambda: [s for s in servers if s.poll() is not None] or None, 120, "one server to exit"
         )
         assert len(exited) == 1 and exited[0].returncode != 0
-        wait_for(lambda: healthy(f"http://127.0.0.1:{port}"), 30, "/healthz 200")
+        wait_for(lambda: healthy(f"http://127.0.0.1:{port}"), 120, "/healthz 200")
         assert len(tcp_sockets(port, LISTEN)) == 2
         assert [s for s in servers if s.poll() is not None] == exited
     finally:
@@ -414,10 +400,10 @@ def test_server_processes_stop_when_serve_is_killed(serving: Serving) -> None:
     processes = serving.server_children()
     assert serving.server.process is not None
     serving.server.process.kill()
-    serving.server.process.wait(timeout=10)
+    serving.server.process.wait(timeout=30)
 
     def orphans() -> set[int]:  # an exited process has no command line (nor has a zombie)
         return {pid for pid in processes if "spawn_main" in cmdline(pid)}
 
-    wait_for(lambda: not orphans() or None, 30, "server processes to exit")
-    wait_for(lambda: not tcp_sockets(serving.port, LISTEN) or None, 10, "the port to be free")
+    wait_for(lambda: not orphans() or None, 60, "server processes to exit")
+    wait_for(lambda: not tcp_sockets(serving.port, LISTEN) or None, 30, "the port to be free")

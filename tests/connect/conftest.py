@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.connect import service
 from partnerlink.merchant.models import Merchant, Profile
-from partnerlink.merchant.service import start_session
+from partnerlink.merchant.sessions import start_session
 from partnerlink.stores.models import Store
 from tests.factories import (
     PartnerWithSecret,

@@ -192,7 +192,7 @@ def test_consent_for_another_store_keeps_the_first_connection(
     first = new_integration_token(client, world.partner)
     approve(session, world, first)
     old = exchange(client, world, first)
-    other_store = create_store(session, world.profile, name="Bistro North")
+    other_store = create_store(session, world.profile, name="Bistro North", manual=True)
     second = new_integration_token(client, world.partner)
     approve(session, world, second, store_id=other_store.id)
     exchange(client, world, second)

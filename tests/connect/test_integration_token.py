@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -26,9 +25,13 @@ from tests.connect.conftest import (
     new_integration_token,
 )
 from tests.factories import create_partner
+from tests.waiting import wait_past
 
 STATUS = "/v1/auth/integration"
 EXCHANGE = "/v1/auth/integration/token"
+# A lifetime for tests that use a token before it expires: long enough for those steps
+# on a busy machine (1 s was not).
+SHORT_TTL = 5
 
 
 def test_create_answers_pending_token_with_success(
@@ -122,23 +125,25 @@ def test_status_reads_cancelled_after_decline(
 def test_expired_pending_token_reads_cancelled(
     client: TestClient, world: World, settings: Settings
 ) -> None:
-    settings.integration_token_ttl_seconds = 1
+    settings.integration_token_ttl_seconds = SHORT_TTL
     token = new_integration_token(client, world.partner)
+    lapsed = utcnow() + timedelta(seconds=SHORT_TTL)  # the token expires no later
     params = {**world.creds, "integration_token": token}
     assert client.get(STATUS, params=params).json()["status"] == "pending"
-    time.sleep(1.1)
+    wait_past(lapsed)
     assert client.get(STATUS, params=params).json()["status"] == "cancelled"
 
 
 def test_unexchanged_finished_token_counts_as_cancelled_after_its_lifetime(
     client: TestClient, session: Session, world: World, settings: Settings
 ) -> None:
-    settings.integration_token_ttl_seconds = 1
+    settings.integration_token_ttl_seconds = SHORT_TTL
     token = new_integration_token(client, world.partner)
+    lapsed = utcnow() + timedelta(seconds=SHORT_TTL)
     approve(session, world, token)
     params = {**world.creds, "integration_token": token}
     assert client.get(STATUS, params=params).json()["status"] == "finished"
-    time.sleep(1.1)
+    wait_past(lapsed)
     assert client.get(STATUS, params=params).json()["status"] == "cancelled"
     assert_problem(client.get(EXCHANGE, params=params), 400, "not_finished")
 
@@ -146,12 +151,13 @@ def test_unexchanged_finished_token_counts_as_cancelled_after_its_lifetime(
 def test_exchanged_token_still_answers_410_after_its_lifetime(
     client: TestClient, session: Session, world: World, settings: Settings
 ) -> None:
-    settings.integration_token_ttl_seconds = 1
+    settings.integration_token_ttl_seconds = SHORT_TTL
     token = new_integration_token(client, world.partner)
+    lapsed = utcnow() + timedelta(seconds=SHORT_TTL)
     approve(session, world, token)
     params = {**world.creds, "integration_token": token}
     assert client.get(EXCHANGE, params=params).status_code == 200
-    time.sleep(1.1)
+    wait_past(lapsed)
     assert client.get(STATUS, params=params).json()["status"] == "finished"
     assert_problem(client.get(EXCHANGE, params=params), 410, "already_exchanged")
 

@@ -170,6 +170,33 @@ def test_approve_with_a_store(
     assert (row.merchant_id, row.store_id) == (world.merchant.id, world.store.id)
 
 
+def test_approving_a_store_that_was_not_added_by_hand_answers_400_and_stores_nothing(
+    client: TestClient, session: Session, world: World, headers: dict[str, str]
+) -> None:
+    first = new_integration_token(client, world.partner)
+    body = {"clientId": world.partner.client_id, "profileId": world.profile.id}
+    created = client.post(f"{CONSENTS}/{first}/approve", json=body, headers=headers).json()
+    consent_store = fetch_one(session, select(Store).where(Store.id == created["storeId"]))
+    assert consent_store.manual is False
+    session.rollback()
+    second = new_integration_token(client, world.partner)
+    response = client.post(
+        f"{CONSENTS}/{second}/approve",
+        json={
+            "clientId": world.partner.client_id,
+            "storeId": created["storeId"],
+            "greenInvoices": True,
+        },
+        headers=headers,
+    )
+    assert_problem(response, 400, "invalid_field")
+    assert [e["field"] for e in response.json()["errors"]] == ["storeId"]
+    rows = session.scalars(select(IntegrationToken).order_by(IntegrationToken.created_at)).all()
+    assert [row.status for row in rows] == ["finished", "pending"]
+    assert rows[1].store_id is None and rows[1].merchant_id is None
+    session.rollback()
+
+
 def test_second_approval_answers_410(
     client: TestClient, world: World, headers: dict[str, str]
 ) -> None:

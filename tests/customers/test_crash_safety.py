@@ -86,7 +86,7 @@ def _assert_whole_and_unduplicated(
 
 def _no_reader_left(data_dir: str) -> None:
     """The killed worker's reader child exits too (its pipe broke)."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = subprocess.run(
             ["pgrep", "-f", "partnerlink.customers.reader_process"],

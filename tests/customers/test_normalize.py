@@ -8,12 +8,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from partnerlink.customers.normalize import (
-    _parsed_e164,
     normalize_country_code,
     normalize_email,
     normalize_phone,
     normalize_text,
 )
+from partnerlink.phones import _parsed_e164
 
 
 @pytest.mark.parametrize(

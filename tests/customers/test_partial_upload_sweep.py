@@ -113,7 +113,7 @@ def test_worker_sweeps_at_start(
     with caplog.at_level(logging.INFO, logger="partnerlink.worker"):
         worker.start()
         try:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while old.exists() and time.monotonic() < deadline:
                 time.sleep(0.02)
         finally:

@@ -6,7 +6,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
-from partnerlink.customers.service import count_customers, resolve_customer
+from partnerlink.customers.queries import count_customers
+from partnerlink.customers.service import resolve_customer
 from tests.factories import create_merchant_account, create_profile
 
 

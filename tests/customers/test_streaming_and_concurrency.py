@@ -212,7 +212,7 @@ def test_interrupted_upload_leaves_nothing_behind(
         )
         conn.sendall(b"[" + b" " * (3 * 1024 * 1024))
     uploads = Path(live_env["PARTNERLINK_DATA_DIR"]) / "uploads"
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not uploads.exists():
         time.sleep(0.05)  # the server made the store's folder before writing
     while time.monotonic() < deadline and any(p.is_file() for p in uploads.rglob("*")):

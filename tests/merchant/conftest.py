@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from partnerlink.merchant.service import sign_in_budgets
+from partnerlink.merchant.sessions import sign_in_budgets
 from partnerlink.settings import Settings
 from tests.merchant.helpers import TEST_CLIENT_ADDRESS, USED_EMAILS
 

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.merchant.service import (
+from partnerlink.merchant.sessions import (
     SIGN_IN_FAILURES_PER_ADDRESS,
     SIGN_IN_FAILURES_PER_EMAIL,
     start_session,

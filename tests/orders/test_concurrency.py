@@ -25,7 +25,7 @@ from tests.orders.builders import order_body
 pytestmark = pytest.mark.slow
 
 CLIENTS = 200
-RETRYABLE = {503}
+RETRYABLE = {500}  # `unavailable`, with Retry-After
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_200_identical_posts_store_one_order_and_send_one_sms(
     assert count(session, Order) == 1
     assert count(session, Receipt) == 1
     assert count(session, Customer) == 1
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # each look is a CLI process: seconds when busy
     while time.monotonic() < deadline:
         listed = json.loads(server.cli("sms", "list", "--json").stdout)
         if listed and listed[0]["status"] == "sent":

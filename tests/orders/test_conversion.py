@@ -1,4 +1,4 @@
-"""Conversion classes (CONTRACT.md §6): anonymous, organic, new, returning; fixed at first store."""
+"""Conversion classes (CONTRACT.md §6): anonymous, organic, new, returning; a function of the data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.orders.touches import import_touches
+from partnerlink.measurement.service import import_touch_lines
 from tests.factories import ConnectedStoreFixture, create_profile
 from tests.orders.builders import order_body, post, stored_order
 
@@ -20,7 +20,7 @@ def touch(session: Session, profile_id: str, touched_at: str, **who: Any) -> Non
     line = json.dumps(
         {"profileId": profile_id, "campaignId": "spring", "touchedAt": touched_at, **who}
     )
-    result = import_touches(session, [line.encode()])
+    result = import_touch_lines(session, [line.encode()], window_days=7)
     session.commit()
     assert result.imported == 1, result.rejections
 
@@ -120,14 +120,19 @@ def test_touch_of_another_profile_does_not_count(
     assert conversion_of(session, "1") == "organic"
 
 
-def test_conversion_is_fixed_when_the_order_is_first_stored(
+def test_a_touch_imported_after_the_order_reclassifies_it(
     client: TestClient, shop: ConnectedStoreFixture, session: Session
 ) -> None:
     send(client, shop, "1")
+    assert conversion_of(session, "1") == "organic"
+    session.rollback()
     touch(session, shop.profile.id, "2024-05-09T09:00:00Z", email="ada@example.com")
+    order = stored_order(session, "1")
+    assert (order.conversion, order.campaign_id) == ("new", "spring")
+    session.rollback()
     send(client, shop, "1", orderPrice="9900", updatedAt="2024-05-10T13:00:00Z")
     order = stored_order(session, "1")
-    assert (order.conversion, order.order_price) == ("organic", 9900)
+    assert (order.conversion, order.order_price) == ("new", 9900)
 
 
 def test_window_follows_the_setting(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.merchant.service import start_session
+from partnerlink.merchant.sessions import start_session
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.orders.builders import order_body, post
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from sqlalchemy.pool import QueuePool
 from partnerlink.db.engine import make_engine
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.pipeline import BATCH, Pipeline
-from partnerlink.orders.service import ServiceBusy
+from partnerlink.problems import Unavailable
 from tests.conftest import ON_POSTGRES
 
 
@@ -34,6 +35,13 @@ def roomy_engine(tmp_path: Path) -> Engine:
     )
 
 
+async def drained(pipeline: Pipeline) -> None:
+    """Lets the drains finish after answering: at once when idle, seconds when busy."""
+    deadline = time.monotonic() + 60
+    while pipeline.drains and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
 def run_three_batches(engine: Engine) -> tuple[set[int], int]:
     """Three batches' worth of jobs at once, one drain: the connections they ran on, and
     how many times the pool handed one out."""
@@ -47,10 +55,7 @@ def run_three_batches(engine: Engine) -> tuple[set[int], int]:
     async def main() -> None:
         pipeline = Pipeline(engine, slots=1)
         await asyncio.gather(*(pipeline.run(job) for _ in range(3 * BATCH)))
-        for _ in range(100):  # let the drain finish after answering
-            if not pipeline.drains:
-                break
-            await asyncio.sleep(0.01)
+        await drained(pipeline)
 
     asyncio.run(main())
     pool: QueuePool = engine.pool  # type: ignore[assignment]
@@ -107,10 +112,7 @@ def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
     async def main() -> None:
         pipeline = Pipeline(engine, slots=2)
         await asyncio.gather(*(pipeline.run(job) for _ in range(5 * BATCH)))
-        for _ in range(100):  # let the last drain finish after answering
-            if not pipeline.drains:
-                break
-            await asyncio.sleep(0.01)
+        await drained(pipeline)
         assert pipeline.drains == set() and not pipeline.queue
 
     asyncio.run(main())
@@ -122,8 +124,8 @@ def test_a_pipeline_always_has_one_slot(engine: Engine, slots: int) -> None:
     assert Pipeline(engine, slots=slots).slots == 1
 
 
-def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
-    """An exhausted pool answers every waiting order 503 `busy`, retryable, none stored."""
+def test_no_free_connection_refuses_the_batch_as_unavailable(tmp_path: Path) -> None:
+    """An exhausted pool answers every waiting order 500 `unavailable`, retryable, none stored."""
     engine = create_engine(
         f"sqlite:///{tmp_path / 'busy.db'}",
         poolclass=QueuePool,
@@ -143,7 +145,7 @@ def test_no_free_connection_refuses_the_batch_as_busy(tmp_path: Path) -> None:
         results = asyncio.run(main())
     finally:
         held.close()
-    assert all(isinstance(result, ServiceBusy) for result in results)
+    assert all(isinstance(result, Unavailable) for result in results)
     assert all(result.headers == {"Retry-After": "1"} for result in results)  # type: ignore[union-attr]
 
 

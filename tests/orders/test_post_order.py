@@ -243,6 +243,20 @@ def test_store_snapshot_updates_the_store_profile(
     )
 
 
+def test_store_snapshot_without_currency_keeps_the_stores_currency_in_a_new_country(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    snapshot = {"storeName": "Bistro Tokyo", "storeAddress": "1-1 Ginza", "storeCountryCode": "JP"}
+    assert post(client, shop.auth, order_body(store=snapshot)).status_code == 200
+    store = session.get(Store, shop.store.id, populate_existing=True)
+    assert store is not None
+    assert (store.country_code, store.currency) == ("JP", "USD")
+    session.rollback()
+    answer = client.get("/v1/orders", params={"orderId": "A-1001"}, headers=shop.auth)
+    assert answer.json()["store"]["storeCountryCode"] == "JP"
+    assert answer.json()["store"]["storeCurrency"] == "USD"
+
+
 def test_invalid_store_snapshot_names_store_fields_and_stores_nothing(
     client: TestClient, shop: ConnectedStoreFixture, session: Session
 ) -> None:

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.merchant.models import Merchant
-from partnerlink.merchant.service import start_session
+from partnerlink.merchant.sessions import start_session
 from partnerlink.stores.models import Store
 from tests.factories import (
     PartnerWithSecret,

@@ -154,6 +154,13 @@ def test_page_applies_the_gates_when_it_is_opened(
     assert client.get(link).status_code == 404
 
 
+def test_page_opens_for_a_closed_order_in_lower_case(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    post(client, shop.auth, with_status(order_body(), "closed"))
+    assert client.get(link_of_only_receipt(session)).status_code == 200
+
+
 def test_page_is_also_served_under_connect(
     client: TestClient, shop: ConnectedStoreFixture, session: Session
 ) -> None:

@@ -95,14 +95,6 @@ def test_receipts_not_yet_due_or_leased_are_left_alone(
     assert {r.status for r in receipts(session)} == {"pending", "sent"}
 
 
-def test_failed_unusable_number_is_never_sent(
-    client: TestClient, shop: ConnectedStoreFixture, session: Session, app: Any, settings: Settings
-) -> None:
-    post(client, shop.auth, order_body(customerPhoneNumber="000"))
-    assert send_due_receipts(app.state.sessionmaker, settings) == 0
-    assert receipts(session)[0].status == "failed"
-
-
 def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
     delays = [backoff_seconds(n) for n in range(1, 6)]
     for n, delay in enumerate(delays, start=1):

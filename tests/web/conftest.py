@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.connect.service import create_integration_token
+from partnerlink.connect.signin import consent_address_budget
 from partnerlink.merchant.models import Merchant, Profile
-from partnerlink.merchant.service import sign_in_budgets
+from partnerlink.merchant.sessions import sign_in_budgets
 from partnerlink.settings import Settings
-from partnerlink.web.signin import consent_address_budget
 from tests.factories import (
     DEFAULT_PASSWORD,
     PartnerWithSecret,

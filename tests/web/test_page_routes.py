@@ -7,9 +7,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from partnerlink.console.deps import ConsoleError, ConsoleRoute
 from partnerlink.merchant.models import Profile
 from partnerlink.problems import Conflict
-from partnerlink.web.console import ConsoleError, ConsoleRoute
 from partnerlink.web.routing import PageSessionDep
 from tests.factories import DEFAULT_PASSWORD, create_merchant_account
 from tests.web.conftest import EMAIL

@@ -21,9 +21,11 @@ from partnerlink.audiences.service import (
     plan_export,
 )
 from partnerlink.deps import SessionDep
+from partnerlink.measurement.holdout import is_control
+from partnerlink.measurement.results import UnknownCampaign, campaign_of
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import owned_profile
-from partnerlink.problems import NotFound, ValidationFailed, problem_responses
+from partnerlink.merchant.ownership import owned_profile
+from partnerlink.problems import ValidationFailed, problem_responses
 
 router = APIRouter(tags=["Merchant"])
 
@@ -33,11 +35,6 @@ class PersonIn(BaseModel):
 
     email: str | None = None
     phoneNumber: str | None = None
-
-
-class UnknownCampaign(NotFound):
-    code = "unknown_campaign"
-    detail = "No such campaign in this profile."
 
 
 @router.get("/profiles/{profileId}/audiences")
@@ -68,11 +65,14 @@ def export_audience(
     """The segment as the ad platform's customer-list CSV, streamed."""
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     plan = plan_export(session, profile_id=profile.id, segment=segment, file_format=format)
-    if campaignId is not None:
-        # Campaigns come with measurement (CONTRACT §7); until then none exists. With it:
-        # download(..., exclude=lambda customer_id: is_control(salt, customer_id, percent)).
-        raise UnknownCampaign()
-    return download(request, plan)
+    if campaignId is None:
+        return download(request, plan)
+    campaign = campaign_of(session, profile_id=profile.id, campaign_id=campaignId)
+    salt, percent = campaign.salt, campaign.holdout_percent
+    # The campaign's control group never sees its ads (CONTRACT §7).
+    return download(
+        request, plan, exclude=lambda customer_id: is_control(salt, customer_id, percent)
+    )
 
 
 def download(

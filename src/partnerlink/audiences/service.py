@@ -22,7 +22,8 @@ from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import normalize_email, normalize_phone
 from partnerlink.db.base import utcnow
-from partnerlink.orders.models import Order, Touch
+from partnerlink.measurement.models import Touch
+from partnerlink.orders.models import Order
 from partnerlink.problems import NotFound, ValidationFailed
 from partnerlink.receipts.models import Receipt
 from partnerlink.stores.models import Store
@@ -237,15 +238,17 @@ def erase(session: Session, *, profile_id: str, email: str | None, phone: str | 
     if not ids and not order_pks:
         return 0
     _scrub_orders(session, order_pks)
+    erased = suppression_hashes(sorted(emails), sorted(phones))
+    # Touches keep only identifier hashes (measurement); the person's go too.
     session.execute(
         delete(Touch).where(
             Touch.profile_id == profile_id,
-            or_(Touch.email.in_(emails), Touch.phone_number.in_(phones)),
+            or_(Touch.email_sha256.in_(erased), Touch.phone_sha256.in_(erased)),
         )
     )
     if ids:
         session.execute(delete(Customer).where(Customer.id.in_(ids)))
-    _suppress(session, profile_id, suppression_hashes(sorted(emails), sorted(phones)))
+    _suppress(session, profile_id, erased)
     return len(ids)
 
 

@@ -21,9 +21,9 @@ from partnerlink.audiences.service import (
     opt_out,
     plan_export,
 )
-from partnerlink.merchant.service import owned_profile
+from partnerlink.console.deps import ConsoleForm, ConsoleRoute, ConsoleUser, console_page
+from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import ValidationFailed
-from partnerlink.web.console import ConsoleForm, ConsoleRoute, ConsoleUser, console_page
 from partnerlink.web.routing import PageSessionDep
 
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)

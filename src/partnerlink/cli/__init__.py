@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from partnerlink.cli import db, demo, merchants, partners, serve, sms, touches
+from partnerlink.cli.common import CommandGroup
 
 app = typer.Typer(
+    cls=CommandGroup,
     help="PartnerLink: connect partners' systems to merchant accounts.",
     no_args_is_help=True,
     add_completion=False,

@@ -1,20 +1,29 @@
-"""What every command shares: settings, a unit of work, output, and clean errors."""
+"""What every command shares: settings, a unit of work, output, and clean errors.
+
+Every failure of every command ends the same way (`CommandGroup`): one line on
+stderr, `error: <message> (<code>)`, or with `--json` one JSON object on stdout,
+`{"error": <message>, "code": <word>}`; the exit status is non-zero either way.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
+from typer._click import Context  # typer's own click: the one its commands run on
+from typer.core import TyperGroup
 
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.db.migrate import upgrade
+from partnerlink.db.migrate import Migration, upgrade
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
 
@@ -22,26 +31,140 @@ console = Console()
 err_console = Console(stderr=True)
 
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
+_WANTS_JSON = "partnerlink.json"
+
+
+class CommandFailed(Exception):
+    """A command cannot do what it was asked; `message` says why and what to do."""
+
+    def __init__(self, message: str, *, code: str = "failed") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class CommandGroup(TyperGroup):
+    """The `partnerlink` command: turns every failure into one line, or one JSON object."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: Context | None = None,
+        **extra: Any,
+    ) -> Context:
+        options = args[: args.index("--")] if "--" in args else args
+        wants_json = "--json" in options
+        context = super().make_context(info_name, args, parent, **extra)
+        context.meta[_WANTS_JSON] = wants_json
+        return context
+
+    def invoke(self, ctx: Context) -> Any:
+        as_json = bool(ctx.meta.get(_WANTS_JSON))
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except typer.TyperException as error:  # usage: a missing option, a bad value
+            if not as_json:
+                raise
+            report_error(error.format_message(), "usage_error", as_json=True)
+            raise typer.Exit(error.exit_code) from error
+        except DomainError as error:
+            report_error(error.detail, error.code, as_json=as_json)
+        except CommandFailed as error:
+            report_error(error.message, error.code, as_json=as_json)
+        except DBAPIError as error:
+            report_error(database_problem(error), "database_unavailable", as_json=as_json)
+        except Exception as error:
+            if as_json:
+                # The traceback still goes to stderr (Python prints it): it is a bug to report.
+                report_error(f"unexpected {type(error).__name__}", "internal_error", as_json=True)
+            raise
+        raise typer.Exit(1)
+
+
+def report_error(message: str, code: str, *, as_json: bool) -> None:
+    if as_json:
+        print_json({"error": message, "code": code})
+    else:
+        err_console.print(
+            f"[red]error:[/red] {message} ({code})", markup=True, highlight=False, soft_wrap=True
+        )
 
 
 def load_settings() -> Settings:
     return get_settings()
 
 
+def migrate(settings: Settings) -> Migration:
+    """Brings the database to the newest schema; a database out of reach is one clear error."""
+    try:
+        return upgrade(settings.database_url)
+    except DBAPIError as error:
+        raise CommandFailed(
+            database_problem(error, settings.database_url), code="database_unavailable"
+        ) from None
+    except OSError as error:  # the SQLite file's directory cannot be made
+        shown = make_url(settings.database_url).render_as_string(hide_password=True)
+        raise CommandFailed(
+            f"cannot open {shown}: {error.strerror or error} ({error.filename}); "
+            "check that its directory can be created and written",
+            code="database_unavailable",
+        ) from None
+    except (ArgumentError, NoSuchModuleError, ImportError):  # unknown scheme, or no driver
+        raise CommandFailed(
+            "PARTNERLINK_DATABASE_URL is not a database URL PartnerLink can use (SQLite or "
+            "PostgreSQL: sqlite:///./data/partnerlink.db, postgresql://user@host/dbname)",
+            code="invalid_database_url",
+        ) from None
+
+
+def database_problem(error: DBAPIError, database_url: str | None = None) -> str:
+    """One line saying which database (password hidden) failed, why, and what to do."""
+    url_text = database_url or load_settings().database_url
+    try:
+        url = make_url(url_text)
+    except ArgumentError:
+        return "PARTNERLINK_DATABASE_URL is not a database URL"
+    shown = url.render_as_string(hide_password=True)
+    reason = str(error.orig or error).strip()
+    if url.password:
+        reason = reason.replace(url.password, "***")
+    host = f"{url.host or 'localhost'}:{url.port or 5432}"
+    missing = re.search(r'database "([^"]+)" does not exist', reason)
+    if missing:
+        return (
+            f"cannot open {shown}: the database {missing.group(1)!r} does not exist on {host}; "
+            f"create it with: createdb -h {url.host or 'localhost'} -p {url.port or 5432}"
+            f"{f' -U {url.username}' if url.username else ''} {missing.group(1)}"
+        )
+    if re.search(r"Connection refused|failed to resolve host|timeout|No route to host", reason):
+        return (
+            f"cannot reach the database server of {shown} ({host}): is the server running "
+            "and accepting connections there?"
+        )
+    if re.search(r"password authentication failed|role .* does not exist", reason):
+        return (
+            f"the database server refused the user of {shown}: check the user name and "
+            "password in PARTNERLINK_DATABASE_URL"
+        )
+    if "unable to open database file" in reason:
+        return f"cannot open {shown}: check that its directory exists and is writable"
+    last_line = reason.splitlines()[-1] if reason else type(error).__name__
+    return f"cannot use the database {shown}: {last_line.strip()}"
+
+
 @contextmanager
 def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
     """Migrates if needed, then yields a session committed once at the end."""
     settings = settings or load_settings()
-    upgrade(settings.database_url)
+    migrate(settings)
     engine = make_engine(settings.database_url)
     session = make_sessionmaker(engine)()
     try:
         yield session
         session.commit()
-    except DomainError as error:
-        session.rollback()
-        err_console.print(f"[red]error:[/red] {error.detail} ({error.code})")
-        raise typer.Exit(1) from error
     except BaseException:
         session.rollback()
         raise
@@ -52,12 +175,3 @@ def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str = "") -> None:
-    table = Table(title=title or None)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*["" if row.get(c) is None else str(row.get(c)) for c in columns])
-    console.print(table)

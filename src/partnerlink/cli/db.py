@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from partnerlink.cli.common import JsonOption, console, load_settings, print_json
-from partnerlink.db.migrate import upgrade as run_upgrade
+from partnerlink.cli.common import JsonOption, console, load_settings, migrate, print_json
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -13,9 +12,13 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("upgrade")
 def upgrade(json_output: bool = JsonOption) -> None:
     """Apply database migrations."""
-    settings = load_settings()
-    run_upgrade(settings.database_url)
+    done = migrate(load_settings())
+    status = "upgraded" if done.applied else "up to date"
     if json_output:
-        print_json({"status": "upgraded"})
+        print_json({"status": status, "revision": done.after, "previousRevision": done.before})
+    elif done.applied:
+        console.print(
+            f"Database upgraded from revision {done.before or '(empty)'} to {done.after}."
+        )
     else:
-        console.print("Database is up to date.")
+        console.print(f"Database is up to date (revision {done.after}).")

@@ -16,8 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
+from partnerlink.merchant.accounts import create_merchant
+from partnerlink.merchant.manual_stores import create_manual_store
 from partnerlink.merchant.models import Merchant, Profile
-from partnerlink.merchant.service import create_manual_store, create_merchant, create_profile
+from partnerlink.merchant.profiles import create_profile
 from partnerlink.pairing.service import reserve_pairing_code
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import register_partner, rotate_client_secret
@@ -53,8 +55,8 @@ class DemoSetup:
     password: str
     profile: Profile
     store: Store
-    pairing_code: int | None
-    pairing_expires_at: str | None
+    pairing_code: int
+    pairing_expires_at: str
 
 
 def register(app: typer.Typer) -> None:
@@ -123,7 +125,7 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
 
 def _reserve_code(
     session: Session, *, settings: Settings, merchant: Merchant, store: Store
-) -> tuple[int | None, str | None]:
+) -> tuple[int, str]:
     reserved = reserve_pairing_code(
         session,
         settings=settings,
@@ -177,25 +179,24 @@ def demo_commands(setup: DemoSetup, *, settings: Settings) -> list[dict[str, str
         {"flow": "consent", "title": title, "command": "\n".join(lines)}
         for title, lines in _consent_steps(setup, settings=settings, merchant_login=merchant_login)
     ]
-    if setup.pairing_code is not None:
-        commands.append(
-            {
-                "flow": "pairing",
-                "title": f"Redeem the pairing code of {setup.store.name} (once; "
-                "`partnerlink demo` reserves a new one), then send the store profile",
-                "command": "\n".join(
-                    [
-                        f"export BASE='{settings.public_url}'",
-                        _PICK_FUNCTION,
-                        'AT=$(curl -s -X POST "$BASE/v1/auth/integration/pair" '
-                        f"-H 'Content-Type: application/json' "
-                        f"-d '{{\"code\": {setup.pairing_code}}}' "
-                        f'| pick access_token); echo "$AT"',
-                        _PUT_STORE,
-                    ]
-                ),
-            }
-        )
+    commands.append(
+        {
+            "flow": "pairing",
+            "title": f"Redeem the pairing code of {setup.store.name} (once; "
+            "`partnerlink demo` reserves a new one), then send the store profile",
+            "command": "\n".join(
+                [
+                    f"export BASE='{settings.public_url}'",
+                    _PICK_FUNCTION,
+                    'AT=$(curl -s -X POST "$BASE/v1/auth/integration/pair" '
+                    f"-H 'Content-Type: application/json' "
+                    f"-d '{{\"code\": {setup.pairing_code}}}' "
+                    f'| pick access_token); echo "$AT"',
+                    _PUT_STORE,
+                ]
+            ),
+        }
+    )
     return commands
 
 
@@ -285,10 +286,7 @@ def _print_text(out: dict[str, Any], settings: Settings) -> None:
     say(f"  console        {merchant['consoleUrl']}", markup=False)
     say(f"Profile   {out['profile']['name']}", markup=False)
     say(f"Store     {out['store']['name']} (manual, {out['store']['currency']})", markup=False)
-    if out["pairingCode"] is None:
-        say("Pairing   (pairing codes are not available in this build)")
-    else:
-        say(f"Pairing   code {out['pairingCode']}, valid until {out['pairingCodeExpiresAt']}")
+    say(f"Pairing   code {out['pairingCode']}, valid until {out['pairingCodeExpiresAt']}")
     flow_titles = {"consent": "Consent-screen flow", "pairing": "Pairing-code flow"}
     current = ""
     for step in out["commands"]:

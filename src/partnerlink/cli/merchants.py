@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from partnerlink.cli.common import JsonOption, console, print_json, unit_of_work
-from partnerlink.merchant.service import create_merchant
+from partnerlink.merchant.accounts import create_merchant
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from partnerlink.cli.common import JsonOption, console, print_json, print_table, unit_of_work
+from partnerlink.cli.common import JsonOption, console, print_json, unit_of_work
 from partnerlink.partners.service import list_partners, register_partner, rotate_client_secret
 
 app = typer.Typer(no_args_is_help=True)
@@ -59,13 +61,29 @@ def list_(json_output: bool = JsonOption) -> None:
                 "clientId": p.client_id,
                 "ereceipt": p.ereceipt,
                 "active": p.active,
+                "frameOrigins": list(p.frame_origins or []),
             }
             for p in list_partners(session)
         ]
     if json_output:
         print_json(rows)
     else:
-        print_table(rows, ["name", "posType", "clientId", "ereceipt", "active"], "Partners")
+        _print_partners(rows)
+
+
+def _print_partners(rows: list[dict[str, Any]]) -> None:
+    """One block per partner, printed plainly: ids and origins stay whole, to be copied."""
+    if not rows:
+        typer.echo("No partners yet: partnerlink partners create --name N --pos-type SLUG")
+    for number, row in enumerate(rows):
+        state = "active" if row["active"] else "inactive"
+        receipts = "on" if row["ereceipt"] else "off"
+        typer.echo(
+            ("\n" if number else "") + f"{row['name']}  (posType {row['posType']}, "
+            f"e-receipts {receipts}, {state})"
+        )
+        typer.echo(f"  client_id      {row['clientId']}")
+        typer.echo(f"  frame origins  {', '.join(row['frameOrigins']) or '(none)'}")
 
 
 @app.command("rotate-secret")

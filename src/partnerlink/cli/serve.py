@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import shutil
 import signal
 import threading
 from typing import Any
@@ -13,11 +14,14 @@ import typer
 import uvicorn
 import uvicorn.config
 
-from partnerlink.cli.common import JsonOption, console, load_settings
+from partnerlink.cli.common import JsonOption, console, load_settings, migrate
 from partnerlink.cli.serving import run_server
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.db.migrate import upgrade
+from partnerlink.log_format import JsonFormatter, use_json_logs
+from partnerlink.ops import start_multiprocess_metrics
 from partnerlink.security.redaction import install_log_redaction
+from partnerlink.settings import SERVER_PROCESS_ENV
+from partnerlink.worker import BackgroundWorker
 
 
 def register(app: typer.Typer) -> None:
@@ -35,34 +39,38 @@ def serve(
 ) -> None:
     """Migrate the database if needed, then serve everything on one port."""
     settings = load_settings()
-    upgrade(settings.database_url)
+    migrate(settings)
     settings.signing_key  # noqa: B018 - create data/secret.key once, before workers race for it
     if workers <= 0:
         workers = 1 if settings.is_sqlite else (os.cpu_count() or 1)
-    if not json_output:
+    if not json_output and settings.log_format != "json":  # JSON logs: nothing but JSON lines
         _print_banner(settings.public_url)
     install_log_redaction()
-    from partnerlink.app import SERVER_PROCESS_ENV
-
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
-    run_server(
-        "partnerlink.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
-        server_header=False,
-        log_config=log_config(),
-    )
+    # Several processes: /metrics adds up all of them (files in a directory of this run's).
+    metrics_dir = start_multiprocess_metrics() if workers > 1 else None
+    try:
+        run_server(
+            "partnerlink.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
+            server_header=False,
+            log_config=log_config(settings.log_format),
+        )
+    finally:
+        if metrics_dir:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def log_config() -> dict[str, Any]:
+def log_config(log_format: str = "text") -> dict[str, Any]:
     """uvicorn's own logging, plus the service's INFO lines (outbox SMS, lockouts, uploads).
 
     Without a handler of their own, `partnerlink.*` records below WARNING went
-    nowhere under uvicorn. Their handler redacts every record it prints, from
-    whichever `partnerlink` logger it comes.
+    nowhere under uvicorn. Every handler (uvicorn's access and error lines too)
+    redacts every record it prints. `json`: one JSON object a line (log_format.py).
     """
     config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     config["filters"] = {"redact": {"()": "partnerlink.security.redaction.RedactingFilter"}}
@@ -70,14 +78,15 @@ def log_config() -> dict[str, Any]:
         "formatter": "default",
         "class": "logging.StreamHandler",
         "stream": "ext://sys.stderr",
-        "filters": ["redact"],
     }
+    for handler in config["handlers"].values():
+        handler["filters"] = ["redact"]
     config["loggers"]["partnerlink"] = {
         "handlers": ["partnerlink"],
         "level": "INFO",
         "propagate": False,
     }
-    return config
+    return use_json_logs(config) if log_format == "json" else config
 
 
 def _print_banner(public_url: str) -> None:
@@ -93,12 +102,15 @@ def _print_banner(public_url: str) -> None:
 
 def worker(json_output: bool = JsonOption) -> None:
     """Run the background worker (uploads, e-receipts) as its own process."""
-    from partnerlink.worker import BackgroundWorker
-
     logging.basicConfig(level=logging.INFO)
     install_log_redaction()
     settings = load_settings()
-    upgrade(settings.database_url)
+    logging.basicConfig(level=logging.INFO)
+    if settings.log_format == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
+    install_log_redaction()
+    migrate(settings)
     engine = make_engine(settings.database_url)
     background = BackgroundWorker(make_sessionmaker(engine), settings)
     stopped = threading.Event()

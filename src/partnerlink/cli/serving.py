@@ -27,6 +27,8 @@ from typing import Any
 
 import uvicorn
 
+from partnerlink.ops import mark_server_process_dead
+
 log = logging.getLogger("partnerlink.serving")
 
 BACKLOG = 2048  # uvicorn's default
@@ -67,6 +69,7 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
                         process.pid,
                         process.exitcode,
                     )
+                    mark_server_process_dead(process.pid)
                     processes[number] = _start(context, app, host, port, sockets[number], options)
     finally:
         for process in processes:
@@ -76,6 +79,8 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
+                process.join()
+            mark_server_process_dead(process.pid)
         for sock in sockets:
             sock.close()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from partnerlink.cli.common import JsonOption, print_json, print_table, unit_of_work
-from partnerlink.receipts.service import list_messages
+from partnerlink.cli.common import JsonOption, print_json, unit_of_work
+from partnerlink.receipts.queries import list_messages
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +21,17 @@ def list_(
     if json_output:
         print_json(messages)
         return
-    print_table(
-        messages, ["createdAt", "to", "orderId", "status", "link"], title="E-receipt messages"
-    )
+    if not messages:
+        typer.echo("No e-receipt messages yet.")
+        return
+    # One block per message, printed plainly: the link must stay whole to be opened or
+    # copied, whatever the terminal's width (a table would cut or wrap it).
+    for number, message in enumerate(messages):
+        if number:
+            typer.echo("")
+        typer.echo(
+            f"{message['createdAt']}  to {message['to']}  order {message['orderId']}  "
+            f"{message['status']}"
+        )
+        typer.echo(f"  link  {message['link']}")
+        typer.echo(f"  body  {message['body']}")

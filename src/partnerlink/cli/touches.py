@@ -7,8 +7,16 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-from partnerlink.cli.common import JsonOption, console, err_console, print_json, unit_of_work
-from partnerlink.orders.touches import import_touches
+from partnerlink.cli.common import (
+    CommandFailed,
+    JsonOption,
+    console,
+    err_console,
+    load_settings,
+    print_json,
+    unit_of_work,
+)
+from partnerlink.measurement.service import import_touch_lines
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,10 +29,10 @@ def import_(
     file: Path = typer.Argument(..., help="JSON lines: one touch object per line."),
     json_output: bool = JsonOption,
 ) -> None:
-    """Import ad touches; rejected lines are counted and listed by line number."""
+    """Import ad touches (the merchant API's code path); rejected lines are listed by number."""
     if not file.is_file():
-        err_console.print(f"[red]error:[/red] no such file: {file}")
-        raise typer.Exit(1)
+        raise CommandFailed(f"no such file: {file}", code="no_such_file")
+    settings = load_settings()
     size = file.stat().st_size
     show_progress = not json_output and size >= PROGRESS_FROM_BYTES
     with (
@@ -38,7 +46,7 @@ def import_(
             disable=not show_progress,
             transient=True,
         ) as progress,
-        unit_of_work() as session,
+        unit_of_work(settings) as session,
     ):
         task = progress.add_task("Importing touches", total=size)
 
@@ -47,11 +55,19 @@ def import_(
             session.commit()
             progress.update(task, completed=handle.tell())
 
-        result = import_touches(session, handle, checkpoint=checkpoint)
+        result = import_touch_lines(
+            session, handle, window_days=settings.attribution_window_days, checkpoint=checkpoint
+        )
     if json_output:
-        print_json({"imported": result.imported, "rejected": result.rejected})
+        # `errors` holds the first rejected lines (the import keeps 1,000);
+        # `rejected` is the exact count.
+        errors = [{"line": number, "reason": reason} for number, reason in result.rejections]
+        print_json({"imported": result.imported, "rejected": result.rejected, "errors": errors})
         return
-    console.print(f"Imported {result.imported} touches; rejected {result.rejected}.")
+    console.print(
+        f"Imported {result.imported} touches; rejected {result.rejected};"
+        f" {result.reclassified} orders re-classified."
+    )
     for number, reason in result.rejections[:SHOWN_REJECTIONS]:
         console.print(f"  line {number}: {reason}")
     if result.rejected > SHOWN_REJECTIONS:

@@ -10,7 +10,7 @@ from partnerlink.connect import service
 from partnerlink.connect.schemas import ApproveConsentIn, DeclineConsentIn
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import profiles_view
+from partnerlink.merchant.profiles import profiles_view
 from partnerlink.problems import ValidationFailed, field_problem, problem_responses
 
 router = APIRouter(tags=["Consent (merchant)"])

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.db.base import utcnow
 from partnerlink.merchant.models import Profile
-from partnerlink.merchant.service import owned_profile, owned_store
+from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import authenticate_partner, find_partner_by_client_id
 from partnerlink.problems import (
@@ -36,7 +36,7 @@ from partnerlink.tokens.service import (
     find_refreshable_connection,
     issue_access_token,
     issue_refresh_token,
-    open_connection,
+    open_connection_with_access_token,
 )
 
 TokenStatus = Literal["pending", "finished", "cancelled"]
@@ -200,23 +200,20 @@ def exchange_integration_token(
     )
     if claimed.rowcount != 1:  # type: ignore[attr-defined]
         raise AlreadyExchanged()
-    connection = open_connection(
+    opened = open_connection_with_access_token(
         session,
         store_id=store.id,
-        partner_id=partner.id,
+        partner=partner,
         method="consent",
-        pos_type=partner.pos_type,
+        ttl_seconds=access_ttl_seconds,
     )
-    access, expires_at = issue_access_token(
-        session, connection_id=connection.id, ttl_seconds=access_ttl_seconds
-    )
-    refresh = issue_refresh_token(session, connection_id=connection.id)
+    refresh = issue_refresh_token(session, connection_id=opened.connection.id)
     session.flush()
-    assert expires_at is not None  # a ttl was given
+    assert opened.expires_at is not None  # a ttl was given
     return ExchangedTokens(
-        access_token=access,
+        access_token=opened.access_token,
         refresh_token=refresh,
-        expires_at=expires_at,
+        expires_at=opened.expires_at,
         ereceipt=bool(partner.ereceipt and store.green_invoices),
     )
 
@@ -323,6 +320,13 @@ def approve_consent(
         profile = owned_profile(session, merchant_id=merchant_id, profile_id=chosen_id)
     else:
         store = owned_store(session, merchant_id=merchant_id, store_id=chosen_id)
+        if not store.manual:
+            # SPEC.md: "an existing manually added store"; a store a consent or pairing
+            # created belongs to that integration (CONTRACT.md §6).
+            raise ValidationFailed(
+                "Only a manually added store can be chosen; choose a profile instead.",
+                errors=[{"field": "storeId", "message": "must be a manually added store"}],
+            )
     # The preference exists only when the partner offers e-receipts (CONTRACT.md §4).
     wants_receipts = bool(green_invoices and partner.ereceipt)
     _finish_pending(

@@ -5,7 +5,7 @@ keeps no cookie at all: what it must remember between forms (which integration
 token, which partner, which merchant signed in) travels in a signed, expiring
 form token bound to the integration token. The same token is the CSRF guard: a
 form post without a genuine token minted for this integration is refused (see
-web/consent.py). Each answer carries `frame-ancestors` with exactly the
+connect/consent_form.py). Each answer carries `frame-ancestors` with exactly the
 partner's registered origins.
 """
 
@@ -17,10 +17,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
-from partnerlink.deps import SettingsDep
-from partnerlink.problems import DomainError, Gone, NotFound, RateLimited, Unauthorized
-from partnerlink.settings import Settings
-from partnerlink.web.consent import (
+from partnerlink.connect.consent_form import (
     Consent,
     ConsentPost,
     ConsentRoute,
@@ -32,9 +29,17 @@ from partnerlink.web.consent import (
     load_consent,
     signin_page,
 )
+from partnerlink.connect.service import approve_consent, decline_consent
+from partnerlink.connect.signin import authenticate_on_consent_screen
+from partnerlink.deps import SettingsDep
+from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.profiles import create_profile as create_merchant_profile
+from partnerlink.merchant.profiles import profiles_view
+from partnerlink.problems import DomainError, Gone, NotFound, RateLimited, Unauthorized
+from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
 from partnerlink.web.pages import render
 from partnerlink.web.routing import PageSessionDep
-from partnerlink.web.signin import authenticate_on_consent_screen
 
 router = APIRouter(include_in_schema=False, route_class=ConsentRoute)
 
@@ -50,9 +55,6 @@ def _choose_page(
     **extra: Any,
 ) -> HTMLResponse:
     """Step two: where the partner's data goes, and the merchant's preferences."""
-    from partnerlink.merchant.models import Merchant
-    from partnerlink.merchant.service import profiles_view
-
     merchant = session.get(Merchant, merchant_id)
     if merchant is None:  # the account was deleted while the form was open
         return signin_page(request, settings, consent, status_code=401)
@@ -138,8 +140,6 @@ def create_profile(
     profile_name: str = Form(""),
 ) -> HTMLResponse:
     """A merchant without a profile creates one on the spot."""
-    from partnerlink.merchant.service import create_profile as create_merchant_profile
-
     consent, merchant_id = signed_in
     try:
         profile = create_merchant_profile(session, merchant_id=merchant_id, name=profile_name)
@@ -173,9 +173,6 @@ def approve(
     target: str = Form(""),
     green_invoices: str = Form(""),
 ) -> HTMLResponse:
-    from partnerlink.connect.service import approve_consent
-    from partnerlink.stores.models import Store
-
     consent, merchant_id = signed_in
     kind, _, chosen_id = target.partition(":")
     wants_receipts = consent.ereceipt_offered and green_invoices == "on"
@@ -221,8 +218,6 @@ def approve(
 @router.post("/connect/decline")
 def decline(request: Request, session: PageSessionDep, posted: ConsentPost) -> HTMLResponse:
     """Declining needs no sign-in: whoever holds the link may refuse it."""
-    from partnerlink.connect.service import decline_consent
-
     consent = posted.consent
     try:
         decline_consent(

@@ -12,7 +12,6 @@ from starlette.requests import ClientDisconnect
 
 from partnerlink.customers.schemas import (
     CustomerRecord,
-    LegacyAccessToken,
     UploadReceivedOut,
     UploadStatusOut,
     UploadUrlOut,
@@ -39,7 +38,7 @@ from partnerlink.problems import (
     problem_responses,
 )
 from partnerlink.settings import Settings
-from partnerlink.tokens.deps import CurrentStore
+from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
 
 router = APIRouter(tags=["Customers"])
 T = TypeVar("T")
@@ -87,7 +86,7 @@ _UPLOAD_BODY_DOC: dict[str, Any] = {
     openapi_extra=_UPLOAD_BODY_DOC,
 )
 async def put_upload(token: str, request: Request) -> dict[str, Any]:
-    """Stores the file (streamed to disk, fsynced) and queues it for ingestion.
+    """Stores the file (streamed to disk and fsynced, or into the S3 bucket) and queues it.
 
     The URL itself is the credential. A used URL answers 403 `upload_url_used`,
     an expired one 403 `upload_url_expired`, a tampered one 403 `invalid_upload_url`.

@@ -8,14 +8,17 @@ since matching makes it a no-op.
 
 Duplicates collapse within a batch (see merge.py); across batches they are
 matched against what earlier batches stored, so they never duplicate a
-customer. A file that breaks off or holds invalid JSON ends `failed` with a
-reason; the complete records before the fault stay applied (re-sending the
-repaired file reports them `unchanged`).
+customer. An invalid file (not a JSON array, truncated, a non-object element)
+ends `failed` with a reason and applies nothing (CONTRACT.md §6): a first pass
+checks the whole stored file before the first batch (reader.check_file),
+renewing the lease as it goes.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.customers import bulk, queries
 from partnerlink.customers.bulk import ConcurrentInsert
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
-from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_batches
+from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.customers.storage import UploadStorage, upload_storage
@@ -117,6 +120,7 @@ def _ingest(
         "default_region": upload.default_region,
         "skip": upload.records_committed,
         "batch_size": BATCH_SIZE,
+        "keep_alive": _lease_keeper(sessions, settings, upload),
     }
     try:
         if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
@@ -126,7 +130,7 @@ def _ingest(
                     commit_batch(sessions, settings, upload, batch)
         else:
             with storage.open(upload.storage_key) as stream:
-                for batch in read_batches(stream, **options):
+                for batch in read_checked_batches(stream, **options):
                     commit_batch(sessions, settings, upload, batch)
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
@@ -134,6 +138,36 @@ def _ingest(
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
+
+
+def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> None:
+    """Extends the lease in the session's transaction; LeaseLost if another worker took over."""
+    if not queries.renew_lease(
+        session,
+        upload_id=upload.id,
+        attempt=upload.attempt,
+        lease_seconds=settings.upload_lease_seconds,
+    ):
+        raise LeaseLost
+
+
+def _lease_keeper(
+    sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload
+) -> Callable[[], None]:
+    """Renews the upload's lease while no batch is committed (the first pass's check of a
+    large file), at most every third of the lease; raises LeaseLost if it was taken over."""
+    every = settings.upload_lease_seconds / 3
+    renewed = time.monotonic()
+
+    def keep_alive() -> None:
+        nonlocal renewed
+        if time.monotonic() - renewed < every:
+            return
+        with sessions() as session, session.begin():
+            _renew_lease(session, settings, upload)
+        renewed = time.monotonic()
+
+    return keep_alive
 
 
 def commit_batch(
@@ -145,13 +179,7 @@ def commit_batch(
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
             with sessions() as session, session.begin():
-                if not queries.renew_lease(
-                    session,
-                    upload_id=upload.id,
-                    attempt=upload.attempt,
-                    lease_seconds=settings.upload_lease_seconds,
-                ):
-                    raise LeaseLost
+                _renew_lease(session, settings, upload)
                 counts = apply_records(
                     session, profile_id=upload.profile_id, batch=batch, careful=careful
                 )

@@ -6,10 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from partnerlink.customers.service import count_customers, customer_json, list_customers
+from partnerlink.customers.queries import count_customers, list_customers
+from partnerlink.customers.service import customer_json
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import owned_profile
+from partnerlink.merchant.ownership import owned_profile
 
 router = APIRouter(tags=["Merchant"])
 

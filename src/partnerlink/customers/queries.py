@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, Row, Select, and_, case, or_, select, update
+from sqlalchemy import ColumnElement, Insert, Row, Select, and_, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -160,3 +160,25 @@ def release_lease(session: Session, *, upload_id: str, attempt: int) -> None:
 
 def store_country(session: Session, *, store_id: str) -> str | None:
     return session.scalar(select(Store.country_code).where(Store.id == store_id))
+
+
+def count_customers(session: Session, *, profile_id: str) -> int:
+    """Counts the profile's customers."""
+    return (
+        session.scalar(
+            select(func.count()).select_from(Customer).where(Customer.profile_id == profile_id)
+        )
+        or 0
+    )
+
+
+def list_customers(session: Session, *, profile_id: str, limit: int) -> list[Customer]:
+    """The profile's customers, newest first."""
+    return list(
+        session.scalars(
+            select(Customer)
+            .where(Customer.profile_id == profile_id)
+            .order_by(Customer.id.desc())
+            .limit(limit)
+        )
+    )

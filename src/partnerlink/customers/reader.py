@@ -1,12 +1,14 @@
 """Reading an uploaded file: streaming JSON parse and normalization, batch by batch.
 
 Memory stays bounded by one batch whatever the file's size: ijson (yajl2_c)
-yields one array element at a time.
+yields one array element at a time. An invalid file (not a JSON array,
+truncated, a non-object element) applies nothing (CONTRACT.md §6), so a first
+pass checks the whole file before the first batch is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, BinaryIO
@@ -22,12 +24,14 @@ from partnerlink.customers.normalize import (
 )
 
 READ_BUFFER_BYTES = 256 * 1024
+# The check calls its keep-alive every so many elements (a fraction of a second's parsing).
+KEEP_ALIVE_EVERY = 20_000
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 
 
 class UploadFileInvalid(Exception):
-    """The file is not a JSON array (or breaks off); the reason is safe to show."""
+    """The file is not a JSON array of objects (or breaks off); the reason is safe to show."""
 
 
 @dataclass
@@ -75,18 +79,53 @@ def _rejection_reason(raw_email: object, raw_phone: object) -> str:
     return "neither email nor phoneNumber given"
 
 
+def check_file(stream: BinaryIO, keep_alive: Callable[[], None]) -> None:
+    """The first pass: raises UploadFileInvalid unless the whole file is a JSON array of
+    objects. Parses without normalizing (a fraction of the second pass's cost);
+    `keep_alive` is called every KEEP_ALIVE_EVERY elements."""
+    _expect_array(stream)
+    index = 0
+    try:
+        for item in ijson.items(stream, "item", buf_size=READ_BUFFER_BYTES):
+            if not isinstance(item, dict):
+                raise UploadFileInvalid(f"element {index} is not an object; nothing was applied")
+            index += 1
+            if index % KEEP_ALIVE_EVERY == 0:
+                keep_alive()
+    except ijson.JSONError as error:
+        raise UploadFileInvalid(_describe_json_error(error, index)) from None
+
+
+def read_checked_batches(
+    stream: BinaryIO,
+    *,
+    default_region: str | None,
+    skip: int,
+    batch_size: int,
+    keep_alive: Callable[[], None],
+) -> Iterator[ParsedBatch]:
+    """read_batches after check_file: an invalid file raises before its first batch.
+
+    A resumed upload (`skip` > 0) is not checked again: its first batches were
+    applied only after the whole file had passed the check.
+    """
+    if skip == 0:
+        check_file(stream, keep_alive)
+        stream.seek(0)
+    yield from read_batches(stream, default_region=default_region, skip=skip, batch_size=batch_size)
+
+
 def read_batches(
     stream: BinaryIO, *, default_region: str | None, skip: int, batch_size: int
 ) -> Iterator[ParsedBatch]:
     """Yields the file's records in batches, starting after the first `skip` elements.
 
-    A file that breaks off or holds invalid JSON first yields the complete
-    records before the fault, then raises UploadFileInvalid.
+    Does not check the file first (see read_checked_batches): a fault raises
+    UploadFileInvalid when the reading reaches it.
     """
     _expect_array(stream)
     items = ijson.items(stream, "item", buf_size=READ_BUFFER_BYTES)
     index = skip
-    batch = ParsedBatch(first_index=index, next_index=index)
     try:
         # Already-applied elements are parsed again (ijson cannot seek), but not normalized.
         for _ in islice(items, skip):
@@ -105,9 +144,6 @@ def read_batches(
                 return
             yield batch
     except ijson.JSONError as error:
-        if index > batch.first_index:
-            batch.next_index = index
-            yield batch
         raise UploadFileInvalid(_describe_json_error(error, index)) from None
 
 
@@ -139,4 +175,4 @@ def _describe_json_error(error: Exception, index: int) -> str:
         what = "unexpected content after the JSON array"
     else:
         what = f"invalid JSON ({first_line.strip() or type(error).__name__})"
-    return f"{what}; records before index {index} were applied"
+    return f"{what} (at element {index}); nothing was applied"

@@ -16,11 +16,11 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_batches
+from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.storage import UploadStorage
 
 # Below this size the child's start (~0.3 s of imports) costs more than it saves.
@@ -34,8 +34,10 @@ def read_batches_elsewhere(
     default_region: str | None,
     skip: int,
     batch_size: int,
+    keep_alive: Callable[[], None],
 ) -> Generator[ParsedBatch, None, None]:
-    """Like reader.read_batches (same batches, same errors), computed by a child process."""
+    """Like reader.read_checked_batches (same batches, same errors, `keep_alive` called
+    while the child checks the file), computed by a child process."""
     storage.open(key).close()  # a missing file raises FileNotFoundError here, not in the child
     read_end, write_end = os.pipe()
     job = pickle.dumps((storage, key, default_region, skip, batch_size))
@@ -59,6 +61,8 @@ def read_batches_elsewhere(
                 raise RuntimeError("the upload reader process ended unexpectedly") from None
             if kind == "batch":
                 yield payload
+            elif kind == "alive":
+                keep_alive()
             elif kind == "invalid":
                 raise UploadFileInvalid(payload)
             elif kind == "end":
@@ -78,8 +82,12 @@ def _produce(job: Any, sender: Connection) -> None:
     storage, key, default_region, skip, batch_size = job
     try:
         with storage.open(key) as stream:
-            for batch in read_batches(
-                stream, default_region=default_region, skip=skip, batch_size=batch_size
+            for batch in read_checked_batches(
+                stream,
+                default_region=default_region,
+                skip=skip,
+                batch_size=batch_size,
+                keep_alive=lambda: sender.send(("alive", None)),
             ):
                 sender.send(("batch", batch))
         sender.send(("end", None))

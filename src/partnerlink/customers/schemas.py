@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import Query
 from pydantic import BaseModel, Field
-
-# Documented only: tokens/deps.py reads it. New integrations send the Bearer header.
-LegacyAccessToken = Annotated[
-    str | None,
-    Query(
-        alias="access_token",
-        deprecated=True,
-        description="Legacy way to send the store access token; use the Authorization header.",
-    ),
-]
 
 
 class UploadUrlOut(BaseModel):

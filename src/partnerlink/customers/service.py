@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
@@ -109,7 +108,9 @@ def resolve_customer(
 
 
 def resolve_customers(
-    sql: Sql, records: Sequence[tuple[str, CustomerFields]]
+    sql: Sql,
+    records: Sequence[tuple[str, CustomerFields]],
+    rekeyed: set[int] | None = None,
 ) -> list[CustomerRecord | None]:
     """`resolve_customer` for (profile, normalized record) pairs, in order, as one after another.
 
@@ -117,7 +118,8 @@ def resolve_customers(
     look-ups are read ahead, all at once, before any record is applied (one
     round trip on PostgreSQL, not one per order), and each record then applies
     the matching rule against them, writing only when it creates or changes a
-    customer. A record without email or phone is anonymous: None.
+    customer. A record without email or phone is anonymous: None. `rekeyed`, when
+    given, receives the ids of existing customers whose email or phone changed.
     """
     looked_up = _LookedUp(sql)
     looked_up.read_ahead(records)
@@ -127,7 +129,9 @@ def resolve_customers(
         if index in created
         else None
         if fields.email is None and fields.phone_number is None
-        else upsert_customer(sql, profile_id=profile_id, fields=fields, looked_up=looked_up)[0]
+        else upsert_customer(
+            sql, profile_id=profile_id, fields=fields, looked_up=looked_up, rekeyed=rekeyed
+        )[0]
         for index, (profile_id, fields) in enumerate(records)
     ]
 
@@ -220,6 +224,7 @@ def upsert_customer(
     profile_id: str,
     fields: CustomerFields,
     looked_up: _LookedUp | None = None,
+    rekeyed: set[int] | None = None,
 ) -> tuple[CustomerRecord, Outcome]:
     """Applies one normalized record (with an email or a phone) by the matching rule.
 
@@ -232,11 +237,14 @@ def upsert_customer(
     for _attempt in range(5):
         existing = _find_match(looked_up, profile_id=profile_id, fields=fields)
         if existing is not None:
-            if not fields.changes_for(existing):
+            changes = fields.changes_for(existing)
+            if not changes:
                 return existing, "unchanged"
             looked_up.forget(profile_id, existing, fields)
             merged = _merge(sql, existing, fields)
             if merged is not None:
+                if rekeyed is not None and _KEYS.intersection(changes):
+                    rekeyed.add(merged.id)
                 return looked_up.wrote(profile_id, merged), "updated"
             continue
         looked_up.forget(profile_id, fields)
@@ -246,6 +254,7 @@ def upsert_customer(
     raise RuntimeError("customer matching did not settle after concurrent changes")
 
 
+_KEYS = frozenset({"email", "phone_number"})  # what touches match a customer by
 _UNREAD = object()  # a look-up not read ahead (None is an answer: nobody)
 
 
@@ -367,28 +376,6 @@ def _insert_new(sql: Sql, *, profile_id: str, fields: CustomerFields) -> Custome
 
 def _values(fields: CustomerFields) -> dict[str, str | None]:
     return {column: getattr(fields, column) for column in MERGED_COLUMNS}
-
-
-def count_customers(session: Session, *, profile_id: str) -> int:
-    """Counts the profile's customers."""
-    return (
-        session.scalar(
-            select(func.count()).select_from(Customer).where(Customer.profile_id == profile_id)
-        )
-        or 0
-    )
-
-
-def list_customers(session: Session, *, profile_id: str, limit: int) -> list[Customer]:
-    """The profile's customers, newest first."""
-    return list(
-        session.scalars(
-            select(Customer)
-            .where(Customer.profile_id == profile_id)
-            .order_by(Customer.id.desc())
-            .limit(limit)
-        )
-    )
 
 
 def customer_json(customer: Customer) -> dict[str, Any]:

@@ -29,6 +29,19 @@ class Base(DeclarativeBase):
 BigIntPK = BigInteger().with_variant(Integer, "sqlite")
 
 
+def stored_utc(value: datetime | None, *, naive: bool) -> datetime | None:
+    """A UTCDateTime column's value as stored: UTC, without its offset where `naive` (SQLite).
+
+    The one rule for the ORM (`UTCDateTime`) and hand-written SQL (`db.raw.Sql.time`).
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTCDateTime column")
+    value = value.astimezone(UTC)
+    return value.replace(tzinfo=None) if naive else value
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores UTC; always hands back an aware datetime (SQLite drops offsets)."""
 
@@ -36,12 +49,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTCDateTime column")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        return stored_utc(value, naive=dialect.name == "sqlite")
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:

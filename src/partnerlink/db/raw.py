@@ -19,17 +19,18 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from partnerlink.db.base import stored_utc
+
 # How long a batch of orders waits for a row another transaction holds before it gives up and
 # runs again (orders/pipeline.py). Mostly the wait is two batches crossing on the same orders,
 # which only one giving up ends; a plain wait for another batch's commit lasts a few ms.
-# bench/orders.py, PostgreSQL, 64 connections, interleaved: 20 ms gave p99 62-65 ms and
-# 2,640-2,724 orders/s, 50 ms 74-83 ms and 2,305-2,500; 10 ms no better than 20.
+# Figures: bench/README.md ("Settings and their figures").
 LOCK_WAIT_MS = 20
 # lock_not_available, deadlock_detected, serialization_failure
 _LOCK_CONFLICTS = frozenset({"55P03", "40P01", "40001"})
@@ -136,6 +137,23 @@ class Sql:
             rows.append(cursor.fetchone())
         return rows
 
+    def all_rows(self, statement: Statement, params: Mapping[str, Any]) -> list[Any]:
+        """Every row (tuples) of one statement."""
+        return list(self._execute(statement, params).fetchall())
+
+    def run_many(self, statement: Statement, many: Sequence[Mapping[str, Any]]) -> None:
+        """Runs a statement that returns no rows once per parameter set, together."""
+        if not many:
+            return
+        if not self.postgres:
+            self.connection.executemany(statement.sqlite, many)
+            return
+        names = statement.postgresql_names
+        with self._with_deferred():
+            self.connection.cursor().executemany(
+                statement.postgresql, [[params[n] for n in names] for params in many]
+            )
+
     def run(self, statement: Statement, params: Mapping[str, Any]) -> int:
         """Runs a statement that returns no rows; answers the number of rows it touched."""
         count: int = self._execute(statement, params).rowcount
@@ -143,13 +161,11 @@ class Sql:
 
     def time(self, value: datetime | None) -> Any:
         """A UTCDateTime column's stored form: naive UTC text on SQLite, timestamptz else."""
-        if value is None:
-            return None
-        value = value.astimezone(UTC)
-        if self.postgres:
-            return value
+        stored = stored_utc(value, naive=not self.postgres)
+        if stored is None or self.postgres:
+            return stored
         # SQLAlchemy's SQLite DATETIME format, so ORM reads and text comparisons agree.
-        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+        return stored.isoformat(" ", "microseconds")
 
     def json(self, value: Any) -> Any:
         """A JSON column's stored form (SQL NULL for None)."""

@@ -10,18 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.merchant.connections import list_store_connections, revoke_merchant_connection
 from partnerlink.merchant.deps import CurrentMerchant, presented_session_token
+from partnerlink.merchant.manual_stores import create_manual_store, set_green_invoices
+from partnerlink.merchant.profiles import create_profile, profiles_view
 from partnerlink.merchant.schemas import ManualStoreIn, ProfileIn, SessionIn, StorePatchIn
-from partnerlink.merchant.service import (
-    create_manual_store,
-    create_profile,
-    end_session,
-    list_store_connections,
-    profiles_view,
-    revoke_merchant_connection,
-    set_green_invoices,
-    sign_in,
-)
+from partnerlink.merchant.sessions import end_session, sign_in
 from partnerlink.problems import RateLimited, Unauthorized, problem_responses
 from partnerlink.security.client_address import client_address
 from partnerlink.stores.service import merchant_store_view

@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 
 from partnerlink.deps import SessionDep, bearer_credentials
 from partnerlink.merchant.models import Merchant
-from partnerlink.merchant.service import merchant_for_session_token
+from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.problems import DomainError
 
 SESSION_COOKIE = "__Host-partnerlink_session"

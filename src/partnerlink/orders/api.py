@@ -15,7 +15,6 @@ from partnerlink.orders.schemas import OrderAccepted, OrderIn
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,
-    ServiceBusy,
     accept_orders,
     read_order,
 )
@@ -23,6 +22,7 @@ from partnerlink.problems import (
     InvalidToken,
     NotFound,
     PayloadTooLarge,
+    Unavailable,
     field_problem,
     problem_responses,
 )
@@ -65,7 +65,7 @@ async def presented_token(request: Request) -> str:
             field_problem("orderCurrency", "required"),
             field_problem("orderPrice", "must be a string"),
             InvalidToken,
-            ServiceBusy,
+            Unavailable,
         ),
     },
     openapi_extra=BEARER_DOCS,
@@ -81,8 +81,10 @@ async def post_order(
     re-send whose `updatedAt` is older than the stored one's is acknowledged and
     not applied. Money is a string of minor units (`"2400"` is 24.00 USD); a
     number where a string is expected answers 400. When the store has e-receipts
-    on, the order is `CLOSED` and carries a customer phone, the customer gets one
-    SMS with a link to the receipt, once per order.
+    on, the order is `CLOSED` (any letter case) and carries a customer phone that
+    parses, the customer gets one SMS with a link to the receipt, once per order.
+    When the service cannot take the order now it answers 500 `unavailable` with
+    `Retry-After`: nothing was stored; retry with exponential backoff.
     """
     # Well-formed orders sent with a bearer token never reach this function: the orders'
     # fast lane (fast_lane.py) takes them to the same pipeline, without FastAPI's
@@ -120,7 +122,7 @@ async def post_order(
             field_problem("orders", "List should have at least 1 item after validation, not 0"),
             InvalidToken,
             PayloadTooLarge,
-            ServiceBusy,
+            Unavailable,
         ),
     },
     openapi_extra=BEARER_DOCS,

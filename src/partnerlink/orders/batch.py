@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.orders.service import OrderPost, ServiceBusy
-from partnerlink.problems import DomainError, InvalidToken
+from partnerlink.orders.service import OrderPost
+from partnerlink.problems import DomainError, InvalidToken, Unavailable
 from partnerlink.validation import validation_errors
 
 MAX_BATCH = 1000
@@ -64,7 +64,7 @@ async def apply_batch(pipeline: Pipeline, *, token: str, orders: list[Any]) -> l
         results.append(None)
     outcomes = await asyncio.gather(*(future for *_, future in pending), return_exceptions=True)
     for (index, order_id, _), outcome in zip(pending, outcomes, strict=True):
-        if isinstance(outcome, InvalidToken | ServiceBusy):
+        if isinstance(outcome, InvalidToken | Unavailable):
             raise outcome
         if isinstance(outcome, DomainError):
             errors = outcome.errors or [{"field": "body", "message": outcome.detail}]

@@ -1,20 +1,32 @@
-"""Conversion class of an order (CONTRACT.md §6), fixed when the order is first stored.
-
-The class is a SQL expression evaluated inside the INSERT of the order itself
-(`queries.UPSERT_ORDER`), so that it costs no extra round-trip and is computed
-only by the insert that wins when the same order arrives many times at once:
+"""Conversion class of an order (CONTRACT.md §6): a function of the stored data.
 
 - `anonymous`: the order has neither a usable email nor a usable phone;
-- `new`: the customer (matched by its normalized email or phone) had an ad
-  touch of the profile within the window before the order, and no order in
-  the profile made no later than this one;
+- `new`: the customer had an ad touch of the profile within the window before
+  the order (a touch whose email or phone hash is the hash of the customer's
+  normalized email or phone), and no order in the profile with an older
+  `createdAt`;
 - `returning`: such a touch, and such an earlier order;
 - `organic`: otherwise.
+
+The order's `campaign_id` is the campaign of the latest such touch (the
+greatest campaign id among touches at the same instant), NULL when none.
+
+An order's class is computed inside its own upsert (`queries.UPSERT_ORDER`),
+at no extra round trip. Data that arrives late re-classifies the orders it
+affects, where it arrives, with `reclassify_customers`: an order older than
+its customer's newest order (the pipeline), and touches (measurement/).
 """
 
 from __future__ import annotations
 
+import hashlib
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from partnerlink.db.raw import Sql, Statement
 
 ANONYMOUS = "anonymous"
 ORGANIC = "organic"
@@ -23,6 +35,7 @@ RETURNING = "returning"
 CLASSES = (NEW, RETURNING, ORGANIC, ANONYMOUS)
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
+_CHUNK = 500  # ids per IN list
 
 
 def window_start(created_at: datetime, window_days: int) -> datetime:
@@ -31,3 +44,117 @@ def window_start(created_at: datetime, window_days: int) -> datetime:
         return created_at - timedelta(days=window_days)
     except OverflowError:
         return _EARLIEST
+
+
+def identifier_hash(value: str | None) -> str | None:
+    """Lower-case hex SHA-256 of a normalized email or E.164 phone, as ad platforms use."""
+    return None if value is None else hashlib.sha256(value.encode()).hexdigest()
+
+
+def stored_time(value: Any) -> datetime:
+    """A UTCDateTime column read on the driver's connection, as an aware datetime."""
+    if isinstance(value, str):  # SQLite keeps naive UTC text
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    assert isinstance(value, datetime)
+    return value.astimezone(UTC)
+
+
+def classify(
+    ordered_at: datetime,
+    first_order_at: datetime,
+    touches: Sequence[tuple[datetime, str]],
+    window_days: int,
+) -> tuple[str, str | None]:
+    """(class, campaign) of a known customer's order; `touches` sorted by (time, campaign)."""
+    position = bisect_right(touches, (ordered_at, "\U0010ffff")) - 1
+    if position < 0 or touches[position][0] < window_start(ordered_at, window_days):
+        return ORGANIC, None
+    return (NEW if ordered_at <= first_order_at else RETURNING), touches[position][1]
+
+
+def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    names = {f"{prefix}{i}": value for i, value in enumerate(values)}
+    return ", ".join(f":{name}" for name in names), names
+
+
+def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+def reclassify_customers(
+    sql: Sql, *, profile_id: str, customer_ids: Iterable[int], window_days: int
+) -> int:
+    """Recomputes the class and campaign of every order of these customers from the stored
+    data, inside the caller's transaction; answers how many orders changed."""
+    ids = sorted(set(customer_ids))
+    changed = 0
+    for chunk in _chunks(ids):
+        changed += _reclassify_chunk(sql, profile_id, chunk, window_days)
+    return changed
+
+
+def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], window_days: int) -> int:
+    placeholders, params = _in_list("c", ids)
+    params["profile_id"] = profile_id
+    hashes: dict[int, tuple[str | None, str | None]] = {}
+    for customer_id, email, phone in sql.all_rows(
+        Statement(
+            "SELECT id, email, phone_number FROM customers"
+            f" WHERE profile_id = :profile_id AND id IN ({placeholders})"
+        ),
+        params,
+    ):
+        hashes[customer_id] = (identifier_hash(email), identifier_hash(phone))
+    touches_by_key = _touches_by_hash(sql, profile_id, hashes.values())
+    orders = sql.all_rows(
+        Statement(
+            "SELECT id, customer_id, ordered_at, conversion, campaign_id FROM orders"
+            f" WHERE profile_id = :profile_id AND customer_id IN ({placeholders})"
+        ),
+        params,
+    )
+    by_customer: dict[int, list[tuple[int, datetime, str, str | None]]] = defaultdict(list)
+    for order_pk, customer_id, ordered_at, conversion, campaign in orders:
+        by_customer[customer_id].append((order_pk, stored_time(ordered_at), conversion, campaign))
+    updates: list[dict[str, Any]] = []
+    for customer_id, its_orders in by_customer.items():
+        keys = [key for key in hashes.get(customer_id, (None, None)) if key is not None]
+        touches = sorted({touch for key in keys for touch in touches_by_key.get(key, ())})
+        first = min(ordered_at for _, ordered_at, _, _ in its_orders)
+        for order_pk, ordered_at, conversion, campaign in its_orders:
+            wanted = classify(ordered_at, first, touches, window_days)
+            if wanted != (conversion, campaign):
+                updates.append({"conversion": wanted[0], "campaign_id": wanted[1], "id": order_pk})
+    if updates:
+        sql.run_many(_SET_CLASS, updates)
+    return len(updates)
+
+
+_SET_CLASS = Statement(
+    "UPDATE orders SET conversion = :conversion, campaign_id = :campaign_id WHERE id = :id"
+)
+
+
+def _touches_by_hash(
+    sql: Sql, profile_id: str, hashes: Iterable[tuple[str | None, str | None]]
+) -> dict[str, list[tuple[datetime, str]]]:
+    """The profile's touches by identifier hash: (time, campaign) of each."""
+    keys = sorted({key for pair in hashes for key in pair if key is not None})
+    found: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+    for chunk in _chunks(keys):
+        placeholders, params = _in_list("h", chunk)
+        params["profile_id"] = profile_id
+        for email_hash, phone_hash, touched_at, campaign in sql.all_rows(
+            Statement(
+                "SELECT email_sha256, phone_sha256, touched_at, campaign_id FROM touches"
+                f" WHERE profile_id = :profile_id AND (email_sha256 IN ({placeholders})"
+                f" OR phone_sha256 IN ({placeholders}))"
+            ),
+            params,
+        ):
+            touch = (stored_time(touched_at), campaign)
+            for key in {email_hash, phone_hash}:
+                if key is not None:
+                    found[key].append(touch)
+    return found

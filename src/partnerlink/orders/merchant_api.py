@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.service import owned_store
+from partnerlink.merchant.ownership import owned_store
 from partnerlink.orders.service import recent_orders
 
 router = APIRouter(tags=["Merchant orders"])

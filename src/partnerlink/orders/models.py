@@ -1,4 +1,4 @@
-"""Orders streamed by partners, and ad touches used to classify conversions."""
+"""Orders streamed by partners."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ class Order(Base):
         UniqueConstraint("store_id", "order_id", name="uq_orders_store_order"),
         Index("ix_orders_store_created", "store_id", "ordered_at"),
         Index("ix_orders_customer", "customer_id", "ordered_at"),
+        # Results (measurement/): a profile's orders in a period.
+        Index("ix_orders_profile_ordered", "profile_id", "ordered_at"),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
@@ -39,24 +41,7 @@ class Order(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # orderDetails as given
     store_snapshot: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     conversion: Mapped[str] = mapped_column(String(20))  # new|returning|organic|anonymous
+    # The campaign of the latest touch that made the order new or returning (orders/conversion.py).
+    campaign_id: Mapped[str | None] = mapped_column(String(200))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class Touch(Base):
-    """An ad impression or click reaching a person, imported by the operator."""
-
-    __tablename__ = "touches"
-    __table_args__ = (
-        # Led by the key, like the customers' look-up indexes (migration 0007).
-        Index("ix_touches_email_profile", "email", "profile_id"),
-        Index("ix_touches_phone_profile", "phone_number", "profile_id"),
-    )
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
-    campaign_id: Mapped[str] = mapped_column(String(200))
-    email: Mapped[str | None] = mapped_column(String(320))
-    phone_number: Mapped[str | None] = mapped_column(String(20))
-    touched_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -21,7 +21,7 @@ before a deadlock between two batches could be found) runs once more as a
 batch, then, if it meets one again, order by order; alone, an order may wait
 its turn. A busy database otherwise (SQLite's lock held by another process
 past its timeout, no connection) refuses the whole batch with a retryable
-503: retrying one by one would only wait again.
+500 `unavailable` (with Retry-After): retrying one by one would only wait again.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.db.raw import HeldConnection, Sql, transaction
-from partnerlink.orders.service import ServiceBusy
+from partnerlink.problems import Unavailable
 
 log = logging.getLogger("partnerlink.orders")
 
@@ -46,12 +46,7 @@ log = logging.getLogger("partnerlink.orders")
 BATCH = 64
 # Batches in flight per server process. One: a second only adds GIL hand-offs between
 # threads, row-lock conflicts between batch transactions and round trips (each batch half
-# the size, every round trip paid twice). Measured on PostgreSQL with bench/orders.py on
-# this 2-core machine, where a round trip costs ~200 us of CPU (client and server): one
-# drain 909 orders/s at 32 connections and 978-989 at 64, two drains 762 and 830-934.
-# Earlier, on a faster machine and before batches worked phase by phase, two had measured
-# best (620 orders/s against 550), as one stalled the process while its batch waited on a
-# lock; a batch now gives up on a lock after LOCK_WAIT_MS.
+# the size, every round trip paid twice). Figures: bench/README.md ("Settings and their figures").
 MAX_DRAINS = 1
 
 Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
@@ -170,11 +165,11 @@ def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
 
 
 def _refused(count: int, error: Exception) -> list[Outcome]:
-    """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 503s."""
+    """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 500s."""
     log.warning("%d order(s) not stored, database busy: %s", count, type(error).__name__)
     refusals: list[Outcome] = []
     for _ in range(count):
-        busy = ServiceBusy(headers={"Retry-After": "1"})
+        busy = Unavailable(retry_after_seconds=1)
         busy.__cause__ = error
         refusals.append((False, busy))
     return refusals

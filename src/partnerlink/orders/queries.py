@@ -36,44 +36,60 @@ UPDATED_COLUMNS = (
 )
 INSERTED_COLUMNS = ("store_id", "profile_id", "order_id", "received_at", *UPDATED_COLUMNS)
 
-# The class of a new order (CONTRACT.md §6), computed by the INSERT itself. Parameters:
-# the order's `customer_id` (NULL: anonymous), the customer's normalized `match_email`
-# and `match_phone` (NULL when it has none: NULL never equals anything), the order's
-# `ordered_at` and the window's `window_start`.
+# The class of an order and its campaign (CONTRACT.md §6, orders/conversion.py), computed
+# by the upsert itself. Parameters: the order's `customer_id` (NULL: anonymous), the
+# SHA-256 of the customer's normalized email and phone, `match_email` and `match_phone`
+# (NULL when it has none: NULL never equals anything), the order's `ordered_at` and the
+# window's `window_start`.
+_LATEST_TOUCH = (
+    "SELECT touches.campaign_id FROM touches WHERE touches.profile_id = :profile_id"
+    " AND (touches.email_sha256 = :match_email OR touches.phone_sha256 = :match_phone)"
+    " AND touches.touched_at >= :window_start AND touches.touched_at <= :ordered_at"
+    " ORDER BY touches.touched_at DESC, touches.campaign_id DESC LIMIT 1"
+)
+_CAMPAIGN = f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN NULL ELSE ({_LATEST_TOUCH}) END"
 _CONVERSION = (
     f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN '{ANONYMOUS}'"
-    " WHEN NOT EXISTS (SELECT 1 FROM touches WHERE touches.profile_id = :profile_id"
-    " AND (touches.email = :match_email OR touches.phone_number = :match_phone)"
-    " AND touches.touched_at >= :window_start AND touches.touched_at <= :ordered_at)"
-    f" THEN '{ORGANIC}'"
+    f" WHEN ({_LATEST_TOUCH}) IS NULL THEN '{ORGANIC}'"
     " WHEN EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
-    " AND earlier.profile_id = :profile_id AND earlier.ordered_at <= :ordered_at)"
+    " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
+    " AND NOT (earlier.store_id = :store_id AND earlier.order_id = :order_id))"
     f" THEN '{RETURNING}' ELSE '{NEW}' END"
+)
+# Whether the customer has an order newer than this one: that order's class may have been
+# computed without this one (new -> returning), so the pipeline re-classifies the customer.
+_HAS_LATER = (
+    "EXISTS (SELECT 1 FROM orders AS later WHERE later.customer_id = orders.customer_id"
+    " AND later.profile_id = orders.profile_id AND later.ordered_at > orders.ordered_at)"
 )
 
 
-_SET = ", ".join(f"{name} = excluded.{name}" for name in UPDATED_COLUMNS)
+_SET = ", ".join(
+    f"{name} = excluded.{name}" for name in (*UPDATED_COLUMNS, "conversion", "campaign_id")
+)
 
 
-def _upsert(conversion: str) -> Statement:
-    """Creates the order, or updates it unless the stored `updatedAt` is newer; RETURNING id.
+def _upsert(conversion: str, campaign: str) -> Statement:
+    """Creates the order, or updates it unless the stored `updatedAt` is newer; RETURNING
+    id and whether the customer has a newer order.
 
     One statement for every order, so a batch's upserts travel together (db/raw.py):
-    no row comes back when a re-send was older than what is stored. The class
-    is computed for every send and kept only by the INSERT: an update leaves
-    `conversion` (and the identity and `received_at`) as first stored.
+    no row comes back when a re-send was older than what is stored. The class and
+    campaign are computed for every send, from the data as stored then; the identity
+    and `received_at` stay as first stored.
     """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
     return Statement(
-        f"INSERT INTO orders ({columns}, conversion) VALUES ({values}, {conversion})"
+        f"INSERT INTO orders ({columns}, conversion, campaign_id)"
+        f" VALUES ({values}, {conversion}, {campaign})"
         f" ON CONFLICT (store_id, order_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
-        " OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id"
+        f" OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id, {_HAS_LATER}"
     )
 
 
-UPSERT_ORDER = _upsert(_CONVERSION)
+UPSERT_ORDER = _upsert(_CONVERSION, _CAMPAIGN)
 
 
 def find_order(*, store_id: str, order_id: str) -> Select[Order]:

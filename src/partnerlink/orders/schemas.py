@@ -67,7 +67,10 @@ def clean_text(value: str) -> str:
 def parse_money(value: str) -> str:
     """A string of an optional minus sign and ASCII digits, an amount in minor units."""
     if not _MONEY.fullmatch(value):
-        raise ValueError('must be a string of digits (an amount in minor units), e.g. "2400"')
+        raise ValueError(
+            "must be a string of an optional minus sign and at most 18 digits, "
+            'an amount in minor units, e.g. "2400" or "-100"'
+        )
     return value
 
 
@@ -144,7 +147,9 @@ def _walk(value: object, path: str = "orderDetails", depth: int = 0) -> object:
     if isinstance(value, str):
         _storable_string(value, path)
     elif isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("finite_number", "{path} must be a finite number", {"path": path})
+        raise PydanticCustomError(
+            "non_finite_number", "{path} must be a finite number", {"path": path}
+        )
     elif isinstance(value, dict):
         for key, item in value.items():
             _storable_string(key, path)
@@ -180,7 +185,8 @@ class OrderIn(BaseModel):
         max_length=200, description="Your order id; re-sending it updates the order."
     )
     orderPrice: Annotated[Money, Required] = Field(
-        description='Total in minor units as a string of digits: "2400" is 24.00 USD.'
+        description="Total in minor units, a string of an optional minus sign and digits: "
+        '"2400" is 24.00 USD.'
     )
     orderCurrency: Annotated[str, Required, AfterValidator(parse_currency)] = Field(
         description="ISO 4217 currency code."

@@ -25,26 +25,34 @@ from partnerlink.customers.service import (
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import window_start
+from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
 from partnerlink.orders.models import Order
+from partnerlink.orders.receipt_outbox import (
+    DueReceipt,
+    order_visible,
+    queue_receipts,
+    receipt_phone,
+)
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.problems import DomainError, Forbidden, InvalidToken, NotFound
-from partnerlink.receipts.service import DueReceipt, order_visible, queue_receipts, receipt_due
+from partnerlink.problems import Forbidden, InvalidToken, NotFound
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.stores.service import apply_store_profile_sql, load_store
-from partnerlink.tokens.service import ConnectedStore, authenticate_access_token_sql
+from partnerlink.stores.service import (
+    STORE_PROFILE_COLUMNS,
+    apply_store_profile_sql,
+    load_store,
+    remember_store,
+)
+from partnerlink.tokens.service import ConnectedStore, access_lookup, authenticate_access_token_sql
+
+# The store's whole profile comes along with the token: an order's store snapshot is
+# compared with it (stores.service.remember_store), so a batch reads its store once.
+_ACCESS_WITH_STORE = access_lookup(("green_invoices", *STORE_PROFILE_COLUMNS))
 
 
 class ReceiptsDisabled(Forbidden):
     code = "receipts_disabled"
     detail = "E-receipts are turned off for this store."
-
-
-class ServiceBusy(DomainError):
-    status = 503
-    code = "busy"
-    detail = "The database is busy; retry shortly with exponential backoff."
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,45 +99,77 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     admitted: list[_Admitted] = []
     for index, post in enumerate(posts):
         try:
-            caller = authenticate_access_token_sql(sql, post.token)
+            caller = authenticate_access_token_sql(sql, post.token, _ACCESS_WITH_STORE)
+            remember_store(sql, caller.store_id, caller.store_columns)
             store = _store_facts(sql, caller=caller, order=post.order)
         except InvalidToken as refused:
             outcomes[index] = (False, refused)
             continue
         admitted.append(_Admitted(index, post.order, caller, store))
 
-    customers = resolve_customers(sql, [_customer_of(one) for one in admitted])
+    rekeyed: set[int] = set()  # customers whose email or phone changed: touches match anew
+    customers = resolve_customers(sql, [_customer_of(one) for one in admitted], rekeyed)
 
     columns = [
         _columns(sql, one.order, caller=one.caller, customer=customer, settings=settings)
         for one, customer in zip(admitted, customers, strict=True)
     ]
-    order_pks: list[int | None] = [
-        None if row is None else row[0] for row in sql.first_rows(queries.UPSERT_ORDER, columns)
-    ]
+    rows = sql.first_rows(queries.UPSERT_ORDER, columns)
+    order_pks: list[int | None] = [None if row is None else row[0] for row in rows]
+    _reclassify_late(sql, columns, rows, rekeyed, settings=settings)
 
     due: dict[int, DueReceipt] = {}  # by position in `admitted`
     for position, (one, values, order_pk) in enumerate(
         zip(admitted, columns, order_pks, strict=True)
     ):
-        if order_pk is not None and receipt_due(
+        if order_pk is None:  # an older version: acknowledged, not applied
+            continue
+        to_phone = receipt_phone(
             green_invoices=one.store.green_invoices,
             order_status=values["order_status"],
             phone=one.order.customerPhoneNumber,
-        ):
+            default_region=one.store.country_code,
+        )
+        if to_phone is not None:
             due[position] = DueReceipt(
                 order_pk=order_pk,
                 store_id=one.caller.store_id,
                 order_id=one.order.orderId,
                 store_name=one.store.name,
-                phone=one.order.customerPhoneNumber or "",
-                default_region=one.store.country_code,
+                to_phone=to_phone,
             )
     queued = dict(zip(due, queue_receipts(sql, list(due.values()), settings=settings), strict=True))
 
     for position, (one, order_pk) in enumerate(zip(admitted, order_pks, strict=True)):
         outcomes[one.index] = (True, StoredOrder(order_pk, queued.get(position, False)))
     return outcomes
+
+
+def _reclassify_late(
+    sql: Sql,
+    columns: list[dict[str, Any]],
+    rows: list[Any],
+    rekeyed: set[int],
+    *,
+    settings: Settings,
+) -> None:
+    """Classifies again the orders of customers whose earlier classes were computed without
+    data that came now (CONTRACT.md §6): an order older than the customer's newest one
+    (new -> returning for the later ones), and an email or phone the customer did not have
+    (touches naming it now match). Only then: an order in time order, from a customer
+    already known by its identifiers, costs nothing more than its upsert."""
+    late: dict[str, set[int]] = {}
+    for values, row in zip(columns, rows, strict=True):
+        customer_id = values["customer_id"]
+        if customer_id is not None and ((row is not None and row[1]) or customer_id in rekeyed):
+            late.setdefault(values["profile_id"], set()).add(customer_id)
+    for profile_id, customer_ids in late.items():
+        reclassify_customers(
+            sql,
+            profile_id=profile_id,
+            customer_ids=customer_ids,
+            window_days=settings.attribution_window_days,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +244,8 @@ def _columns(
         columns.update(match_email=None, match_phone=None, window_start=None)
     else:
         ordered_at = order.createdAt.astimezone(UTC)
-        columns["match_email"] = customer.email
-        columns["match_phone"] = customer.phone_number
+        columns["match_email"] = identifier_hash(customer.email)
+        columns["match_phone"] = identifier_hash(customer.phone_number)
         columns["window_start"] = sql.time(
             window_start(ordered_at, settings.attribution_window_days)
         )

@@ -17,13 +17,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
-from partnerlink.merchant.service import owned_store
+from partnerlink.merchant.ownership import owned_store
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import POS_TYPE_PATTERN
 from partnerlink.problems import DomainError, Gone, NotFound, ValidationFailed
 from partnerlink.settings import Settings
-from partnerlink.tokens.service import issue_access_token, open_connection
+from partnerlink.tokens.service import open_connection_with_access_token
 
 LOWEST_CODE = 100_000
 HIGHEST_CODE = 999_999
@@ -121,16 +121,13 @@ def redeem_pairing_code(session: Session, *, code: int) -> PairedStore:
     if consumed is None:
         raise UnknownCode()
     partner: Partner = row.Partner
-    connection = open_connection(
-        session,
-        store_id=row.store_id,
-        partner_id=partner.id,
-        method="pairing",
-        pos_type=partner.pos_type,
+    opened = open_connection_with_access_token(
+        session, store_id=row.store_id, partner=partner, method="pairing", ttl_seconds=None
     )
-    access_token, _ = issue_access_token(session, connection_id=connection.id, ttl_seconds=None)
     session.flush()
-    return PairedStore(access_token=access_token, store_id=row.store_id, pos_type=partner.pos_type)
+    return PairedStore(
+        access_token=opened.access_token, store_id=row.store_id, pos_type=partner.pos_type
+    )
 
 
 def _active_partner(session: Session, pos_type: str) -> Partner:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,6 +20,10 @@ from partnerlink.security.secrets import (
 )
 
 POS_TYPE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+# A host name (optionally under a `*.` wildcard, as CSP allows), or an IPv6 literal.
+_ORIGIN_HOST = re.compile(
+    r"(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\]"
+)
 # Compared against when the client id is unknown, so both failures cost the same.
 _UNKNOWN_CLIENT_DIGEST = digest("no-such-client")
 
@@ -44,6 +49,7 @@ def register_partner(
         raise ValidationFailed(
             "posType must be lower-case letters, digits, '-' or '_'", code="invalid_field"
         )
+    origins = [frame_origin(origin) for origin in frame_origins or []]
     if session.scalar(select(Partner.id).where(Partner.pos_type == pos_type)):
         raise Conflict(f"posType {pos_type!r} already names a partner", code="pos_type_taken")
     secret = mint(CLIENT_SECRET_PREFIX)
@@ -53,11 +59,45 @@ def register_partner(
         client_id=mint(CLIENT_ID_PREFIX, 12),
         client_secret_hash=digest(secret),
         ereceipt=ereceipt,
-        frame_origins=[o.rstrip("/") for o in frame_origins or []],
+        frame_origins=origins,
     )
     session.add(partner)
     session.flush()
     return RegisteredPartner(partner=partner, client_secret=secret)
+
+
+def frame_origin(raw: str) -> str:
+    """An origin allowed to frame the consent screen, as `scheme://host[:port]`.
+
+    Anything else is refused rather than dropped: the consent screen's CSP could not
+    name it, and the partner's IFrame would stay blank with no hint why.
+    """
+    text = raw.strip()
+    refused = ValidationFailed(
+        f"frame origin {raw!r} is not an origin: give the scheme, host and optional port "
+        "of the partner's page, e.g. https://pos.example.com",
+        code="invalid_field",
+        errors=[
+            {"field": "frameOrigin", "message": "must be an origin, e.g. https://pos.example.com"}
+        ],
+    )
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise refused from None
+    host = (parts.hostname or "").lower()
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or not _ORIGIN_HOST.fullmatch(host if ":" not in host else f"[{host}]")
+        or parts.username is not None
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or any(c in text for c in " ;,'\"\r\n\t")
+    ):
+        raise refused
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
 def authenticate_partner(session: Session, client_id: str, client_secret: str) -> Partner:

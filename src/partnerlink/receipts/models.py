@@ -24,7 +24,7 @@ class Receipt(Base):
     to_phone: Mapped[str | None] = mapped_column(String(20))
     body: Mapped[str] = mapped_column(Text)
     link: Mapped[str] = mapped_column(String(1000))
-    # pending → sent | failed (gave up, or unusable number)
+    # pending → sent | failed (gave up); an unusable number gets no receipt at all
     status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
+from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
 from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.providers import (
     Delivery,
@@ -36,7 +37,6 @@ from partnerlink.receipts.providers import (
     SmsProvider,
     provider_for,
 )
-from partnerlink.receipts.service import FAILED, PENDING, SENT
 from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.receipts")

@@ -7,45 +7,19 @@ Values the partner sent that do not parse are shown as given, never a 500.
 
 from __future__ import annotations
 
-from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
-from babel import Locale, UnknownLocaleError
+from babel import Locale
 from babel.dates import format_date, format_time
-from babel.numbers import format_currency, get_currency_precision
 
 from partnerlink.orders.models import Order
 from partnerlink.orders.service import local_time, store_snapshot
 from partnerlink.stores.models import Store
+from partnerlink.web.money import format_money, locale_for
 
 # Item keys shown in their own columns; any other scalar key is shown under the item's name.
 _ITEM_COLUMNS = frozenset({"itemId", "itemName", "itemPrice", "itemQuantity", "itemTax"})
 _MAX_EXTRA_LENGTH = 200
-
-
-@lru_cache(maxsize=256)
-def locale_for(country_code: str | None) -> Locale:
-    """English with the store country's conventions where CLDR has them (en_DE), else en."""
-    if country_code:
-        try:
-            return Locale.parse(f"en_{country_code.upper()}")
-        except (UnknownLocaleError, ValueError):
-            pass
-    return Locale.parse("en")
-
-
-def format_money(minor: object, currency: str, locale: Locale) -> str:
-    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'."""
-    try:
-        amount = Decimal(int(str(minor))).scaleb(-get_currency_precision(currency))
-        text = str(format_currency(amount, currency, locale=locale))
-    except (ValueError, ArithmeticError):
-        return str(minor)
-    # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
-    if text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
-        text = f"{currency}\u00a0{text[len(currency) :]}"
-    return text
 
 
 def receipt_context(order: Order, store: Store) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from partnerlink.deps import SessionDep
-from partnerlink.receipts.service import open_receipt
+from partnerlink.receipts.queries import open_receipt
 from partnerlink.receipts.view import receipt_context
 
 router = APIRouter()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from partnerlink.deps import SessionDep
 from partnerlink.problems import InvalidToken, field_problem, problem_responses
@@ -15,19 +15,9 @@ from partnerlink.stores.service import (
     store_response,
     store_settings,
 )
-from partnerlink.tokens.deps import CurrentStore
+from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
 
 router = APIRouter(tags=["Stores"])
-
-# Documented only: tokens/deps.py reads it. New integrations send the Bearer header.
-LegacyAccessToken = Annotated[
-    str | None,
-    Query(
-        alias="access_token",
-        deprecated=True,
-        description="Legacy way to send the store access token; use the Authorization header.",
-    ),
-]
 
 
 @router.put(

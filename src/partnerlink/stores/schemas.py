@@ -8,8 +8,10 @@ from typing import Annotated, Any
 
 from babel import Locale
 from babel.numbers import list_currencies
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
+
+from partnerlink.phones import normalize_phone
 
 # Babel's territory list also holds regions and groupings that are not countries
 # ("EU", "UN", "ZZ", "001"...) and codes ISO only reserves (Ascension "AC", Canary
@@ -100,11 +102,28 @@ def _at_most(limit: int) -> Callable[[str | None], str | None]:
     def check(value: str | None) -> str | None:
         if value is not None and len(value) > limit:
             raise PydanticCustomError(
-                "too_long", "must be at most {limit} characters", {"limit": limit}
+                "string_too_long", "must be at most {max_length} characters", {"max_length": limit}
             )
         return value
 
     return check
+
+
+def _store_phone(value: str | None, info: ValidationInfo) -> str | None:
+    """A phone number read in the store's country, kept in E.164 (what receipts link to).
+
+    Blank clears the number. When the country itself was refused, only that error is told.
+    """
+    if not value or "storeCountryCode" not in info.data:
+        return value
+    e164 = normalize_phone(value, info.data["storeCountryCode"])
+    if e164 is None:
+        raise PydanticCustomError(
+            "invalid_phone",
+            "must be a phone number, e.g. +12175550100 (without a leading + it is read "
+            "in the store's country)",
+        )
+    return e164
 
 
 _REQUIRED = (BeforeValidator(_present_string), AfterValidator(_required_text))
@@ -149,7 +168,15 @@ class StoreProfileIn(BaseModel):
     storeCity: OptionalText200 = None
     storeState: OptionalText200 = None
     storePostalCode: OptionalText50 = None
-    storePhoneNumber: Annotated[OptionalText50, Field(examples=["+12175550100"])] = None
+    storePhoneNumber: Annotated[
+        OptionalText50,
+        AfterValidator(_store_phone),
+        Field(
+            description="Public contact number, read in the store's country when it has no "
+            "leading +; kept (and answered) in E.164.",
+            examples=["+12175550100"],
+        ),
+    ] = None
     storeCurrency: Annotated[
         str | None,
         BeforeValidator(_strict_string),

@@ -33,18 +33,18 @@ def load_store(session: Session, *, store_id: str) -> Store:
 
 
 def profile_values(
-    profile: StoreProfileIn, *, stored_currency: str | None, stored_country: str | None
+    profile: StoreProfileIn, *, stored_currency: str | None
 ) -> dict[str, str | None]:
     """The store columns a partner's profile sets; None means "keep the stored value".
 
     Optional fields that are absent (or null) keep their stored value. An absent
-    currency keeps the store's configured one, unless the country changes: then
-    the new country's currency applies.
+    currency keeps the store's configured one, whatever the country (CONTRACT.md
+    §6); only a store that has none yet takes its country's currency.
     """
     if profile.storeCurrency:
-        currency = profile.storeCurrency
-    elif stored_currency and stored_country == profile.storeCountryCode:
-        currency = stored_currency
+        currency: str | None = profile.storeCurrency
+    elif stored_currency:
+        currency = None  # kept
     else:
         currency = default_currency_for(profile.storeCountryCode)
     return {
@@ -60,15 +60,15 @@ def profile_values(
 
 
 def apply_store_profile(session: Session, *, store_id: str, profile: StoreProfileIn) -> Store:
-    """Writes a partner's store profile onto the store (PUT /v1/stores)."""
+    """Writes a partner's store profile onto the store (PUT /v1/stores).
+
+    The same write as an order's store snapshot (`apply_store_profile_sql`), on the
+    session's own connection and transaction.
+    """
     store = load_store(session, store_id=store_id)
-    values = profile_values(
-        profile, stored_currency=store.currency, stored_country=store.country_code
-    )
-    for column, value in values.items():
-        if value is not None:
-            setattr(store, column, value)
     session.flush()
+    apply_store_profile_sql(Sql.of_session(session), store_id=store_id, profile=profile)
+    session.refresh(store)
     return store
 
 
@@ -112,9 +112,7 @@ def apply_store_profile_sql(
         if row is None:
             raise InvalidToken()  # deleted between authentication and now
     stored = dict(zip(STORE_PROFILE_COLUMNS, row[1:], strict=True))
-    values = profile_values(
-        profile, stored_currency=stored["currency"], stored_country=stored["country_code"]
-    )
+    values = profile_values(profile, stored_currency=stored["currency"])
     wanted = {
         column: stored[column] if value is None else value for column, value in values.items()
     }

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import column, select, table, update
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
+from partnerlink.partners.models import Partner
 from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
@@ -17,9 +20,11 @@ from partnerlink.security.secrets import (
     digest,
     mint,
 )
-from partnerlink.stores.models import Store
-from partnerlink.stores.service import STORE_PROFILE_COLUMNS, remember_store
 from partnerlink.tokens.models import Connection, Token
+
+# tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
+# nothing of it: a connection names its store's posType through this one column.
+_STORES = table("stores", column("id"), column("pos_type"))
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class ConnectedStore:
     store_name: str = ""
     store_country_code: str = ""
     green_invoices: bool = False
+    # The further store columns a caller asked the look-up for (`access_lookup`), in order.
+    store_columns: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,29 @@ def open_connection(
     )
     connection = Connection(store_id=store_id, partner_id=partner_id, method=method, created_at=now)
     session.add(connection)
-    session.execute(update(Store).where(Store.id == store_id).values(pos_type=pos_type))
+    session.execute(update(_STORES).where(_STORES.c.id == store_id).values(pos_type=pos_type))
     session.flush()
     return connection
+
+
+@dataclass(frozen=True)
+class OpenedConnection:
+    connection: Connection
+    access_token: str
+    expires_at: datetime | None
+
+
+def open_connection_with_access_token(
+    session: Session, *, store_id: str, partner: Partner, method: str, ttl_seconds: int | None
+) -> OpenedConnection:
+    """Opens the partner's connection to the store and mints its first access token."""
+    connection = open_connection(
+        session, store_id=store_id, partner_id=partner.id, method=method, pos_type=partner.pos_type
+    )
+    access_token, expires_at = issue_access_token(
+        session, connection_id=connection.id, ttl_seconds=ttl_seconds
+    )
+    return OpenedConnection(connection, access_token, expires_at)
 
 
 def issue_access_token(
@@ -110,17 +137,25 @@ def _live_token(session: Session, value: str, kind: str) -> tuple[Token, Connect
 
 # One round-trip per data request: token, connection and store in one statement, with
 # revocation and expiry checked by the database (the ORM version cost about as much
-# as the order it authenticated). The store's whole profile comes along: an order's store
-# snapshot is compared with it (stores.service.remember_store), so a batch of orders
-# reads its store with its token.
-_ACCESS_LOOKUP = Statement(
-    "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, "
-    + ", ".join(f"s.{column}" for column in STORE_PROFILE_COLUMNS)
-    + " FROM tokens t JOIN connections c ON c.id = t.connection_id"
-    " JOIN stores s ON s.id = c.store_id"
-    " WHERE t.token_hash = :token_hash AND t.kind = 'access' AND c.revoked_at IS NULL"
-    " AND (t.expires_at IS NULL OR t.expires_at > :now)"
-)
+# as the order it authenticated).
+def access_lookup(store_columns: Sequence[str] = ()) -> Statement:
+    """The access-token look-up; `store_columns` are read along (ConnectedStore.store_columns).
+
+    The orders' hot path reads the store's whole profile with the token: an order's
+    store snapshot is compared with it, so a batch of orders reads its store with its token.
+    """
+    return Statement(
+        "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, s.name,"
+        " s.country_code"
+        + "".join(f", s.{name}" for name in store_columns)
+        + " FROM tokens t JOIN connections c ON c.id = t.connection_id"
+        " JOIN stores s ON s.id = c.store_id"
+        " WHERE t.token_hash = :token_hash AND t.kind = 'access' AND c.revoked_at IS NULL"
+        " AND (t.expires_at IS NULL OR t.expires_at > :now)"
+    )
+
+
+_ACCESS_LOOKUP = access_lookup()
 
 
 def authenticate_access_token(session: Session, value: str) -> ConnectedStore:
@@ -128,7 +163,9 @@ def authenticate_access_token(session: Session, value: str) -> ConnectedStore:
     return authenticate_access_token_sql(Sql.of_session(session), value)
 
 
-def authenticate_access_token_sql(sql: Sql, value: str) -> ConnectedStore:
+def authenticate_access_token_sql(
+    sql: Sql, value: str, lookup: Statement = _ACCESS_LOOKUP
+) -> ConnectedStore:
     """`authenticate_access_token` on a driver connection (the orders hot path).
 
     The look-up is by SHA-256 digest, an exact index match on a value derived
@@ -140,23 +177,23 @@ def authenticate_access_token_sql(sql: Sql, value: str) -> ConnectedStore:
     if not value:
         raise InvalidToken()
     token_hash = digest(value)
-    found: ConnectedStore | None = sql.remembered.get(("access token", token_hash))
+    key = ("access token", token_hash, lookup.sqlite)
+    found: ConnectedStore | None = sql.remembered.get(key)
     if found is not None:
         return found
-    row = sql.row(_ACCESS_LOOKUP, {"token_hash": token_hash, "now": sql.time(utcnow())})
+    row = sql.row(lookup, {"token_hash": token_hash, "now": sql.time(utcnow())})
     if row is None:
         raise InvalidToken()
-    store = dict(zip(STORE_PROFILE_COLUMNS, row[5:], strict=True))
-    found = sql.remembered[("access token", token_hash)] = ConnectedStore(
+    found = sql.remembered[key] = ConnectedStore(
         store_id=row[1],
         profile_id=row[3],
         partner_id=row[2],
         connection_id=row[0],
-        store_name=store["name"],
-        store_country_code=store["country_code"],
+        store_name=row[5],
+        store_country_code=row[6],
         green_invoices=bool(row[4]),
+        store_columns=tuple(row[7:]),
     )
-    remember_store(sql, row[1], tuple(row[4:]))
     return found
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from babel.numbers import format_currency, get_currency_precision
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from partnerlink.web.money import format_money
 from partnerlink.web.security import CONSOLE_CSP
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -39,17 +38,6 @@ def format_when(value: Any) -> str:
     if moment is None:
         return "—"
     return moment.astimezone(UTC).strftime("%d %b %Y, %H:%M UTC").lstrip("0")
-
-
-def format_money(minor_units: Any, currency: Any) -> str:
-    """`2400` USD → `$24.00`; the minor unit count comes from ISO 4217 (JPY 0, KWD 3)."""
-    code = str(currency or "").upper()
-    try:
-        amount = Decimal(str(minor_units))
-        precision = get_currency_precision(code) if len(code) == 3 else 2
-        return format_currency(amount.scaleb(-precision), code, locale="en_US")
-    except (InvalidOperation, ValueError, TypeError):
-        return f"{minor_units} {code}".strip()
 
 
 @lru_cache(maxsize=1)

@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import pool
 
 from partnerlink.db.engine import make_engine
-from partnerlink.db.models import Base
+from partnerlink.models import Base
 
 config = context.config
 target_metadata = Base.metadata

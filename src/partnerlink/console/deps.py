@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from partnerlink.deps import SettingsDep
 from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.settings import Settings
 from partnerlink.web.pages import error_page, render
 from partnerlink.web.routing import PageException, PageRoute, PageSessionDep
@@ -95,8 +96,6 @@ def signed_in_merchant(
     request: Request, session: PageSessionDep, settings: SettingsDep
 ) -> SignedIn:
     """The merchant of the session cookie; otherwise a redirect to the sign-in page."""
-    from partnerlink.merchant.service import merchant_for_session_token
-
     token = session_cookie(request, settings)
     merchant = merchant_for_session_token(session, token) if token else None
     if merchant is None:

@@ -2,7 +2,7 @@
 
 Server-rendered pages on the same services as the merchant JSON API; no
 JavaScript. Every change is a form post guarded by a session-bound CSRF token
-(web/console.py) and answered with a redirect, so reloading never repeats it;
+(console/deps.py) and answered with a redirect, so reloading never repeats it;
 the pairing code is the exception: it is shown once, on the answer to its post.
 """
 
@@ -14,10 +14,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from partnerlink.deps import SettingsDep
-from partnerlink.problems import DomainError, RateLimited, Unauthorized
-from partnerlink.security.client_address import client_address
-from partnerlink.web.console import (
+from partnerlink.console.context import profile_context, store_context
+from partnerlink.console.deps import (
     HOME_PATH,
     NOTICES,
     ConsoleForm,
@@ -26,6 +24,19 @@ from partnerlink.web.console import (
     check_origin,
     console_page,
 )
+from partnerlink.deps import SettingsDep
+from partnerlink.merchant.connections import revoke_merchant_connection
+from partnerlink.merchant.manual_stores import create_manual_store
+from partnerlink.merchant.manual_stores import set_green_invoices as set_flag
+from partnerlink.merchant.ownership import owned_store
+from partnerlink.merchant.profiles import create_profile as create_merchant_profile
+from partnerlink.merchant.profiles import profiles_view
+from partnerlink.merchant.sessions import end_session, merchant_for_session_token
+from partnerlink.merchant.sessions import sign_in as start_signed_in_session
+from partnerlink.pairing.service import reserve_pairing_code as reserve
+from partnerlink.partners.service import list_partners
+from partnerlink.problems import DomainError, RateLimited, Unauthorized
+from partnerlink.security.client_address import client_address
 from partnerlink.web.pages import render
 from partnerlink.web.routing import PageSessionDep
 from partnerlink.web.security import (
@@ -33,7 +44,6 @@ from partnerlink.web.security import (
     session_cookie,
     set_session_cookie,
 )
-from partnerlink.web.store_page import profile_context, store_context
 
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
 
@@ -52,8 +62,6 @@ def _field_errors(error: DomainError) -> dict[str, str]:
 
 @router.get("/merchant/signin")
 def sign_in_page(request: Request, session: PageSessionDep, settings: SettingsDep) -> Response:
-    from partnerlink.merchant.service import merchant_for_session_token
-
     token = session_cookie(request, settings)
     if token and merchant_for_session_token(session, token) is not None:
         return _see_other(HOME_PATH)
@@ -69,8 +77,6 @@ def sign_in(
     email: str = Form(""),
     password: str = Form(""),
 ) -> Response:
-    from partnerlink.merchant.service import sign_in as start_signed_in_session
-
     check_origin(request, settings)
     try:
         started = start_signed_in_session(
@@ -102,8 +108,6 @@ def sign_in(
 
 @router.post("/merchant/signout")
 def sign_out(session: PageSessionDep, settings: SettingsDep, user: ConsoleForm) -> Response:
-    from partnerlink.merchant.service import end_session
-
     end_session(session, user.session_token)
     response = _see_other("/merchant/signin?notice=signed-out")
     clear_session_cookie(response, settings)
@@ -111,9 +115,6 @@ def sign_out(session: PageSessionDep, settings: SettingsDep, user: ConsoleForm) 
 
 
 def _home_context(session: Session, merchant_id: str) -> dict[str, Any]:
-    from partnerlink.merchant.service import profiles_view
-    from partnerlink.partners.service import list_partners
-
     return {
         "profiles": profiles_view(session, merchant_id=merchant_id),
         "partner_names": {p.pos_type: p.name for p in list_partners(session)},
@@ -131,8 +132,6 @@ def home(request: Request, session: PageSessionDep, user: ConsoleUser) -> HTMLRe
 def create_profile(
     request: Request, session: PageSessionDep, user: ConsoleForm, name: str = Form("")
 ) -> Response:
-    from partnerlink.merchant.service import create_profile as create_merchant_profile
-
     try:
         profile = create_merchant_profile(session, merchant_id=user.merchant.id, name=name)
     except DomainError as error:
@@ -168,8 +167,6 @@ def add_manual_store(
     country_code: str = Form(""),
     currency: str = Form(""),
 ) -> Response:
-    from partnerlink.merchant.service import create_manual_store
-
     try:
         store = create_manual_store(
             session,
@@ -210,8 +207,6 @@ def store_page(
 def set_green_invoices(
     session: PageSessionDep, user: ConsoleForm, store_id: str, enabled: str = Form("")
 ) -> Response:
-    from partnerlink.merchant.service import set_green_invoices as set_flag
-
     turn_on = enabled == "on"
     set_flag(session, merchant_id=user.merchant.id, store_id=store_id, enabled=turn_on)
     notice = "receipts-on" if turn_on else "receipts-off"
@@ -227,8 +222,6 @@ def reserve_pairing_code(
     store_id: str,
     pos_type: str = Form(""),
 ) -> HTMLResponse:
-    from partnerlink.pairing.service import reserve_pairing_code as reserve
-
     context = store_context(session, merchant_id=user.merchant.id, store_id=store_id)
     partner = next((p for p in context["partners"] if p.pos_type == pos_type), None)
     if partner is None:
@@ -263,8 +256,6 @@ def _hours(seconds: int) -> str:
 def revoke_connection(
     session: PageSessionDep, user: ConsoleForm, connection_id: str, store_id: str = Form("")
 ) -> Response:
-    from partnerlink.merchant.service import owned_store, revoke_merchant_connection
-
     revoke_merchant_connection(session, merchant_id=user.merchant.id, connection_id=connection_id)
     try:
         owned_store(session, merchant_id=user.merchant.id, store_id=store_id)

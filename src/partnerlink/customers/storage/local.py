@@ -1,9 +1,4 @@
-"""Where uploaded customer files live: one small interface, a local directory by default.
-
-Ingestion only opens and deletes files by key, so an S3-compatible store (its
-own pre-signed PUT URLs, `get_object` streams) can be added here without
-touching ingestion.
-"""
+"""Customer files in a local directory (the default storage)."""
 
 from __future__ import annotations
 
@@ -13,39 +8,14 @@ import stat
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from anyio import CancelScope, to_thread
 
-from partnerlink.settings import Settings
+from partnerlink.customers.storage.base import UploadTooLarge
 
 # Chunks from the socket are gathered to this size before one write (and one thread hop).
 WRITE_BUFFER_BYTES = 1 << 20
-
-
-class UploadTooLarge(Exception):
-    """The stream passed the size limit; nothing was kept."""
-
-
-class UploadStorage(Protocol):
-    """Stored customer files by key. Implementations must be picklable: the upload
-    reader process (reader_process.py) receives the storage and opens the file itself."""
-
-    async def save(self, key: str, chunks: AsyncIterator[bytes], *, max_bytes: int) -> int:
-        """Stores the stream durably under `key`; returns its size in bytes."""
-        ...
-
-    def open(self, key: str) -> BinaryIO:
-        """Opens a stored file for reading."""
-        ...
-
-    def delete(self, key: str) -> None:
-        """Removes a stored file; a missing file is not an error."""
-        ...
-
-    def sweep_partial(self, older_than_seconds: float) -> int:
-        """Removes partial files left by a killed upload; returns how many."""
-        ...
 
 
 class LocalUploadStorage:
@@ -138,8 +108,3 @@ def _finish(handle: BinaryIO, tail: bytes, temp: Path, final: Path) -> None:
 def _discard(handle: BinaryIO, temp: Path) -> None:
     handle.close()
     temp.unlink(missing_ok=True)
-
-
-def upload_storage(settings: Settings) -> UploadStorage:
-    """The configured storage (today: the local upload directory)."""
-    return LocalUploadStorage(settings.effective_upload_dir)

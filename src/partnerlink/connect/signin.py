@@ -6,13 +6,12 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from partnerlink.merchant.models import Merchant
-from partnerlink.problems import RateLimited, Unauthorized
+from partnerlink.merchant.sessions import authenticate_within_budgets, sign_in_budgets
 from partnerlink.security.client_address import client_address
 from partnerlink.security.rate_limit import FailureBudget
 from partnerlink.settings import Settings
 
 CONSENT_FAILURES_PER_ADDRESS = "10/15minutes"
-MAX_PASSWORD_LENGTH = 1024
 
 
 def consent_address_budget(settings: Settings) -> FailureBudget:
@@ -31,26 +30,12 @@ def authenticate_on_consent_screen(
     The per-email budget is the merchant API's own, so the consent screen gives
     an attacker no extra guesses at an account.
     """
-    from partnerlink.merchant.service import authenticate_merchant, sign_in_budgets
-
     by_email, _ = sign_in_budgets(settings.rate_limit_storage)
-    by_address = consent_address_budget(settings)
-    email_key = email.strip().lower()
-    address_key = client_address(request, settings.trusted_proxy_set)
-    spent = [
-        budget.retry_after_seconds(key)
-        for budget, key in ((by_email, email_key), (by_address, address_key))
-        if budget.exhausted(key)
-    ]
-    if spent:
-        raise RateLimited(max(spent), "Too many failed sign-ins; try again later.")
-    try:
-        if not email_key or not password or len(password) > MAX_PASSWORD_LENGTH:
-            raise Unauthorized()
-        merchant = authenticate_merchant(session, email=email_key, password=password)
-    except Unauthorized:
-        by_email.record_failure(email_key)
-        by_address.record_failure(address_key)
-        raise
-    by_email.reset(email_key)
-    return merchant
+    return authenticate_within_budgets(
+        session,
+        email=email,
+        password=password,
+        by_email=by_email,
+        by_address=consent_address_budget(settings),
+        client_address=client_address(request, settings.trusted_proxy_set),
+    )

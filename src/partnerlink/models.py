@@ -1,11 +1,15 @@
-"""Imports every domain's models so that one metadata describes the whole schema."""
+"""Imports every domain's models so that one metadata describes the whole schema.
+
+The model registry for Alembic (db/migrations/env.py): the one module that sees
+every domain's tables, so that `db` itself imports no domain."""
 
 from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
+from partnerlink.measurement.models import Campaign, Touch
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
-from partnerlink.orders.models import Order, Touch
+from partnerlink.orders.models import Order
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
 from partnerlink.receipts.models import Receipt
@@ -14,6 +18,7 @@ from partnerlink.tokens.models import Connection, Token
 
 __all__ = [
     "Base",
+    "Campaign",
     "Connection",
     "Customer",
     "IntegrationToken",

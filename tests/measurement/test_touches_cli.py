@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
 from partnerlink.cli import app as cli_app
-from partnerlink.orders.models import Touch
+from partnerlink.measurement.models import Touch
+from partnerlink.orders.conversion import identifier_hash
 from partnerlink.settings import Settings
 from tests.factories import create_merchant_account, create_profile
 
@@ -53,16 +54,18 @@ def test_import_counts_and_lists_rejected_lines(
     )
     result = run_cli(settings, "touches", "import", str(file), "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"imported": 2, "rejected": 7}
+    out = json.loads(result.stdout)
+    assert (out["imported"], out["rejected"]) == (2, 7)
+    assert [error["line"] for error in out["errors"]] == [3, 4, 5, 7, 8, 9, 10]
 
     human = run_cli(settings, "touches", "import", str(file))
-    for number in (3, 4, 5, 7, 8, 9, 10):
-        assert f"line {number}:" in human.stdout
+    for error in out["errors"]:  # the same reasons, line by line, in both outputs
+        assert f"line {error['line']}: {error['reason']}" in human.stdout
     touches = list(session.scalars(select(Touch).order_by(Touch.id)))
     session.rollback()
-    assert [(t.email, t.phone_number) for t in touches[:2]] == [
-        ("ada@example.com", None),
-        (None, "+14155550123"),
+    assert [(t.email_sha256, t.phone_sha256) for t in touches[:2]] == [
+        (identifier_hash("ada@example.com"), None),
+        (None, identifier_hash("+14155550123")),
     ]
     assert touches[0].touched_at.isoformat() == "2024-05-01T10:00:00+00:00"
 
@@ -85,7 +88,7 @@ def test_large_file_imports_with_progress(
     assert file.stat().st_size > 1_000_000
     result = run_cli(settings, "touches", "import", str(file))
     assert result.exit_code == 0
-    assert "Imported 11999 touches; rejected 1." in result.stdout
+    assert "Imported 11999 touches; rejected 1;" in result.stdout
     assert "line 5001: not valid JSON" in result.stdout
 
 

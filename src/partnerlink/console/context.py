@@ -1,14 +1,19 @@
-"""What the console's profile and store pages show, gathered from the domain services.
-
-Orders and customers come from capabilities that may be absent from a build;
-their sections then show an empty state instead of failing the page.
-"""
+"""What the console's profile and store pages show, gathered from the domain services."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sqlalchemy.orm import Session
+
+from partnerlink.customers.queries import count_customers
+from partnerlink.merchant.connections import list_store_connections
+from partnerlink.merchant.models import Profile
+from partnerlink.merchant.ownership import owned_profile, owned_store
+from partnerlink.merchant.profiles import profiles_view
+from partnerlink.orders.service import recent_orders
+from partnerlink.partners.service import list_partners
+from partnerlink.stores.service import merchant_store_view
 
 RECENT_ORDERS_SHOWN = 20
 
@@ -21,31 +26,13 @@ CONVERSION_LABELS = {
 METHOD_LABELS = {"consent": "Consent screen", "pairing": "Pairing code"}
 
 
-def _customer_count(session: Session, profile_id: str) -> int | None:
-    try:
-        from partnerlink.customers.service import count_customers
-    except ImportError:
-        return None
-    return count_customers(session, profile_id=profile_id)
-
-
-def _recent_orders(session: Session, store_id: str) -> list[dict[str, Any]] | None:
-    try:
-        from partnerlink.orders.service import recent_orders
-    except ImportError:
-        return None
-    return recent_orders(session, store_id=store_id, limit=RECENT_ORDERS_SHOWN)
-
-
 def profile_context(session: Session, *, merchant_id: str, profile_id: str) -> dict[str, Any]:
     """A profile with its stores and customer count; 404 for another merchant's."""
-    from partnerlink.merchant.service import owned_profile, profiles_view
-
     profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
     view = next(p for p in profiles_view(session, merchant_id=merchant_id) if p["id"] == profile.id)
     return {
         "profile": view,
-        "customer_count": _customer_count(session, profile.id),
+        "customer_count": count_customers(session, profile_id=profile.id),
         "store_errors": {},
         "form": {},
     }
@@ -53,11 +40,6 @@ def profile_context(session: Session, *, merchant_id: str, profile_id: str) -> d
 
 def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[str, Any]:
     """A store with its profile, connections, recent orders and the partners to pair with."""
-    from partnerlink.merchant.models import Profile
-    from partnerlink.merchant.service import list_store_connections, owned_store
-    from partnerlink.partners.service import list_partners
-    from partnerlink.stores.service import merchant_store_view
-
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     profile = session.get(Profile, store.profile_id)
     connections = list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
@@ -71,7 +53,7 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
         "connections": connections,
         "live_connections": live,
         "partners": partners,
-        "orders": _recent_orders(session, store.id),
+        "orders": recent_orders(session, store_id=store.id, limit=RECENT_ORDERS_SHOWN),
         "conversion_labels": CONVERSION_LABELS,
         "method_labels": METHOD_LABELS,
     }

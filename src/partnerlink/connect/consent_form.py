@@ -17,7 +17,9 @@ from fastapi import Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
+from partnerlink.connect.service import describe_consent
 from partnerlink.deps import SettingsDep
+from partnerlink.partners.service import find_partner_by_client_id
 from partnerlink.problems import NotFound
 from partnerlink.security.secrets import digest
 from partnerlink.settings import Settings
@@ -124,16 +126,12 @@ def _usable(value: str) -> bool:
 
 def _frame_policy_for_client(session: Session, client_id: str) -> str:
     """The partner's framing policy even when its token is bad, so errors show in its IFrame."""
-    from partnerlink.partners.service import find_partner_by_client_id
-
     partner = find_partner_by_client_id(session, client_id) if _usable(client_id) else None
     return framed_csp(list(partner.frame_origins or []) if partner and partner.active else [])
 
 
 def load_consent(session: Session, *, client_id: str, integration_token: str) -> Consent:
     """The pending consent a link names; PageError for every other case."""
-    from partnerlink.connect.service import describe_consent
-
     if not client_id or not integration_token:
         raise PageError(
             400,

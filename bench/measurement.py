@@ -1,0 +1,254 @@
+"""Measurement at scale: the results call and a 10,000-touch import with re-classification.
+
+    PYTHONPATH=src python bench/measurement.py --database-url postgresql://postgres@127.0.0.1:5432/postgres \
+        [--orders 1000000] [--touches 200000] [--import-size 10000]
+
+A profile gets N orders over the last 28 days (a customer base of N/5, one order in ten
+anonymous, a tenth in EUR) and M touches over the last 35 days, bulk-loaded with
+multi-row INSERTs (not through the API), then ANALYZEd. Then, in process, through
+the real application and its merchant API:
+
+- GET .../results for the 28 days (every order of the profile), beside its ceiling:
+  the same aggregate as one hand-written SQL query on the same data (one pass over
+  the period's orders grouped by day, class, campaign and currency: what any answer
+  must at least read);
+- POST .../touches with --import-size touches naming existing customers, beside its
+  ceiling: writing the same rows as one multi-row INSERT plus one read of the
+  affected customers' orders (the least a re-classifying import must do).
+
+Each is run three times; the best and the median are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, bindparam, create_engine, insert, text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.factories import create_connected_store
+
+from benchdb import fresh_database  # bench/benchdb.py
+from partnerlink.app import create_app
+from partnerlink.customers.models import Customer
+from partnerlink.db.migrate import upgrade
+from partnerlink.measurement.models import Touch
+from partnerlink.merchant.sessions import start_session
+from partnerlink.orders.models import Order
+from partnerlink.settings import Settings
+
+CHUNK = 5000
+AFFECTED_ORDERS = text(
+    "SELECT id, customer_id, ordered_at FROM orders WHERE customer_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+RUNS = 3
+
+
+def sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def load(engine: Engine, table: Any, rows: list[dict[str, Any]]) -> None:
+    with engine.begin() as conn:
+        for start in range(0, len(rows), CHUNK):
+            conn.execute(insert(table), rows[start : start + CHUNK])
+
+
+def timed(run: Callable[[], Any]) -> list[float]:
+    times = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def show(name: str, times: list[float], ceiling: list[float]) -> None:
+    print(
+        f"{name:<34} best {min(times) * 1000:8.0f} ms  median {statistics.median(times) * 1000:8.0f}"
+        f" ms   ceiling best {min(ceiling) * 1000:7.0f} ms  ({min(times) / min(ceiling):.1f}x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--orders", type=int, default=1_000_000)
+    parser.add_argument("--touches", type=int, default=200_000)
+    parser.add_argument("--import-size", type=int, default=10_000)
+    parser.add_argument("--database-url", default=None, help="PostgreSQL server (default SQLite)")
+    args = parser.parse_args()
+    rng = random.Random(14)
+    with tempfile.TemporaryDirectory(prefix="plk-measure-") as tmp:
+        url, drop = fresh_database(args.database_url, Path(tmp))
+        try:
+            run(url, Path(tmp), args, rng)
+        finally:
+            drop()
+
+
+def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> None:
+    settings = Settings(database_url=url, secret_key="bench", data_dir=tmp, run_worker=False)
+    upgrade(settings.database_url)
+    app = create_app(settings)
+    with app.state.sessionmaker() as session:
+        shop = create_connected_store(session)
+        auth = {
+            "Authorization": "Bearer "
+            + start_session(session, merchant=shop.merchant, ttl_seconds=3600).token
+        }
+        session.commit()
+        profile_id, store_id = shop.profile.id, shop.store.id
+    engine = create_engine(settings.database_url)
+    now = datetime.now(UTC).replace(microsecond=0)
+    customers = max(args.orders // 5, 1)
+    started = time.perf_counter()
+    load(
+        engine,
+        Customer.__table__,
+        [
+            {
+                "profile_id": profile_id,
+                "email": f"c{i}@example.com",
+                "created_at": now - timedelta(days=60),
+                "updated_at": now - timedelta(days=60),
+            }
+            for i in range(customers)
+        ],
+    )
+    first_id = int(engine.connect().execute(text("SELECT min(id) FROM customers")).scalar() or 1)
+    load(
+        engine,
+        Order.__table__,
+        [
+            {
+                "store_id": store_id,
+                "profile_id": profile_id,
+                "order_id": f"o{n}",
+                "order_price": rng.randrange(500, 9000),
+                "order_currency": "EUR" if n % 10 == 3 else "USD",
+                "ordered_at": now - timedelta(seconds=rng.randrange(28 * 86400)),
+                "customer_id": None if n % 10 == 0 else first_id + rng.randrange(customers),
+                "conversion": "anonymous" if n % 10 == 0 else "organic",
+                "details": {},
+                "received_at": now,
+                "updated_at": now,
+            }
+            for n in range(args.orders)
+        ],
+    )
+    load(
+        engine,
+        Touch.__table__,
+        [
+            {
+                "profile_id": profile_id,
+                "campaign_id": f"campaign-{rng.randrange(20)}",
+                "email_sha256": sha(f"c{rng.randrange(customers)}@example.com"),
+                "touched_at": now - timedelta(seconds=rng.randrange(35 * 86400)),
+                "imported_at": now,
+            }
+            for _ in range(args.touches)
+        ],
+    )
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE"))
+    print(
+        f"{engine.dialect.name}: {args.orders:,} orders, {customers:,} customers,"
+        f" {args.touches:,} touches loaded in {time.perf_counter() - started:.0f} s"
+    )
+
+    start, end = (now - timedelta(days=27)).date(), now.date()
+    period = f"from={start}&to={end}"
+    day = (
+        "CAST(timezone('UTC', ordered_at) AS DATE)"
+        if engine.dialect.name == "postgresql"
+        else "date(ordered_at)"
+    )
+    aggregate = text(
+        f"SELECT {day}, conversion, campaign_id, order_currency, count(*), sum(order_price)"
+        " FROM orders WHERE profile_id = :p AND ordered_at >= :a AND ordered_at < :b"
+        " GROUP BY 1, 2, 3, 4"
+    )
+    bounds = {
+        "p": profile_id,
+        "a": datetime.combine(start, datetime.min.time(), UTC),
+        "b": datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC),
+    }
+    if engine.dialect.name == "sqlite":
+        bounds = {
+            **bounds,
+            "a": bounds["a"].strftime("%Y-%m-%d %H:%M:%S.%f"),
+            "b": bounds["b"].strftime("%Y-%m-%d %H:%M:%S.%f"),
+        }
+
+    def ceiling_results() -> None:
+        with engine.connect() as conn:
+            conn.execute(aggregate, bounds).all()
+
+    with TestClient(app) as client:
+        api = f"/merchant/api/profiles/{profile_id}"
+
+        def results() -> None:
+            answer = client.get(f"{api}/results?{period}", headers=auth)
+            assert answer.status_code == 200, answer.text
+
+        show("GET results (28 days)", timed(results), timed(ceiling_results))
+
+        batches = [
+            [
+                {
+                    "campaignId": f"campaign-{rng.randrange(20)}",
+                    "emailSha256": sha(f"c{rng.randrange(customers)}@example.com"),
+                    "touchedAt": (now - timedelta(seconds=rng.randrange(28 * 86400))).isoformat(),
+                }
+                for _ in range(args.import_size)
+            ]
+            for _ in range(RUNS)
+        ]
+        reclassified = []
+
+        def touches() -> None:
+            answer = client.post(f"{api}/touches", json={"touches": batches.pop()}, headers=auth)
+            assert answer.status_code == 200, answer.text
+            reclassified.append(answer.json()["reclassified"])
+
+        def ceiling_touches() -> None:
+            rows = [
+                {
+                    "profile_id": profile_id,
+                    "campaign_id": "ceiling",
+                    "email_sha256": sha(f"c{rng.randrange(customers)}@example.com"),
+                    "touched_at": now,
+                    "imported_at": now,
+                }
+                for _ in range(args.import_size)
+            ]
+            ids = [first_id + rng.randrange(customers) for _ in range(args.import_size)]
+            with engine.begin() as conn:
+                conn.execute(insert(Touch.__table__), rows)
+                for at in range(0, len(ids), 500):
+                    conn.execute(AFFECTED_ORDERS, {"ids": ids[at : at + 500]}).all()
+                conn.rollback()
+
+        show(f"POST touches ({args.import_size:,})", timed(touches), timed(ceiling_touches))
+        print(f"  orders re-classified per import: {reclassified}")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

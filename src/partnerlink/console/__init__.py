@@ -1,0 +1,1 @@
+"""The merchant console (`/merchant`): server-rendered pages over the domain services."""

@@ -1,0 +1,1 @@
+"""Measurement (CONTRACT.md §7): campaigns, ad touches, results per class, holdouts and lift."""

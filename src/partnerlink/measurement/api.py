@@ -1,0 +1,94 @@
+"""Merchant JSON API of measurement (CONTRACT.md §7): campaigns, touches, results, lift.
+
+Every route is the signed-in merchant's own profile only; another's answers 404.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.measurement import results as results_service
+from partnerlink.measurement import service
+from partnerlink.measurement.schemas import CampaignIn, TouchesIn
+from partnerlink.merchant.deps import CurrentMerchant
+from partnerlink.merchant.ownership import owned_profile
+
+router = APIRouter(tags=["Measurement"])
+
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+
+
+@router.post("/profiles/{profileId}/campaigns")
+def post_campaign(
+    profileId: str, body: CampaignIn, merchant: CurrentMerchant, session: SessionDep
+) -> dict[str, Any]:
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    campaign = service.create_campaign(
+        session,
+        profile_id=profile.id,
+        campaign_id=body.campaignId,
+        name=body.name,
+        starts_at=body.startsAt,
+        ends_at=body.endsAt,
+        holdout_percent=body.holdoutPercent,
+    )
+    return {"campaign": service.campaign_json(campaign)}
+
+
+@router.get("/profiles/{profileId}/campaigns")
+def get_campaigns(profileId: str, merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    campaigns = service.list_campaigns(session, profile_id=profile.id)
+    return {"campaigns": [service.campaign_json(c) for c in campaigns]}
+
+
+@router.post("/profiles/{profileId}/touches")
+def post_touches(
+    profileId: str,
+    body: TouchesIn,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> dict[str, Any]:
+    """At most 10,000 touches; a bad touch is rejected alone, with its index."""
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    return service.import_touch_batch(
+        session,
+        profile_id=profile.id,
+        records=body.touches,
+        window_days=settings.attribution_window_days,
+    )
+
+
+@router.get("/profiles/{profileId}/results", response_model=None)
+def get_results(
+    profileId: str,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    start: Annotated[date | None, Query(alias="from")] = None,
+    end: Annotated[date | None, Query(alias="to")] = None,
+    format: Literal["json", "csv"] = "json",
+) -> dict[str, Any] | Response:
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    start, end = results_service.period(start, end)
+    if format == "csv":
+        text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
+        return Response(
+            text,
+            media_type=CSV_MEDIA_TYPE,
+            headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
+        )
+    return results_service.results(session, profile_id=profile.id, start=start, end=end)
+
+
+@router.get("/profiles/{profileId}/campaigns/{campaignId}/lift")
+def get_lift(
+    profileId: str, campaignId: str, merchant: CurrentMerchant, session: SessionDep
+) -> dict[str, Any]:
+    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+    campaign = results_service.campaign_of(session, profile_id=profile.id, campaign_id=campaignId)
+    return results_service.lift(session, campaign)

@@ -1,0 +1,104 @@
+"""The measurement domain's statements, in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Date, Select, cast, distinct, func, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from partnerlink.customers.models import Customer
+from partnerlink.measurement.models import Campaign
+from partnerlink.orders.conversion import NEW
+from partnerlink.orders.models import Order
+
+
+def campaigns_of(profile_id: str) -> Select[Campaign]:
+    return (
+        select(Campaign)
+        .where(Campaign.profile_id == profile_id)
+        .order_by(Campaign.starts_at, Campaign.campaign_id)
+    )
+
+
+def campaign_ids(profile_id: str, wanted: Iterable[str]) -> Select[str]:
+    return select(Campaign.campaign_id).where(
+        Campaign.profile_id == profile_id, Campaign.campaign_id.in_(list(wanted))
+    )
+
+
+def find_campaign(profile_id: str, campaign_id: str) -> Select[Campaign]:
+    return select(Campaign).where(
+        Campaign.profile_id == profile_id, Campaign.campaign_id == campaign_id
+    )
+
+
+def customer_identifiers(profile_id: str) -> Select[int, str | None, str | None]:
+    return select(Customer.id, Customer.email, Customer.phone_number).where(
+        Customer.profile_id == profile_id
+    )
+
+
+def _day(session: Session) -> ColumnElement[Any]:
+    """The UTC calendar day of an order's createdAt."""
+    if session.get_bind().dialect.name == "postgresql":
+        return cast(func.timezone("UTC", Order.ordered_at), Date)
+    return func.date(Order.ordered_at)
+
+
+def _in_period(profile_id: str, start: datetime, end: datetime) -> list[ColumnElement[bool]]:
+    return [Order.profile_id == profile_id, Order.ordered_at >= start, Order.ordered_at < end]
+
+
+def orders_by_day(
+    session: Session, profile_id: str, start: datetime, end: datetime
+) -> Select[Any, str, str | None, str, int, int]:
+    """Counts and revenue by (day, class, campaign, currency): one pass over the period."""
+    day = _day(session)
+    return (
+        select(
+            day,
+            Order.conversion,
+            Order.campaign_id,
+            Order.order_currency,
+            func.count(),
+            func.sum(Order.order_price),
+        )
+        .where(*_in_period(profile_id, start, end))
+        .group_by(day, Order.conversion, Order.campaign_id, Order.order_currency)
+    )
+
+
+def new_customers_by_campaign(
+    profile_id: str, start: datetime, end: datetime
+) -> Select[str | None, int]:
+    return (
+        select(Order.campaign_id, func.count(distinct(Order.customer_id)))
+        .where(*_in_period(profile_id, start, end), Order.conversion == NEW)
+        .group_by(Order.campaign_id)
+    )
+
+
+def customers_before(profile_id: str, moment: datetime) -> Select[int]:
+    return select(Customer.id).where(
+        Customer.profile_id == profile_id, Customer.created_at < moment
+    )
+
+
+def spend_by_customer(
+    profile_id: str, start: datetime, end: datetime
+) -> Select[int | None, str, int]:
+    """What each customer bought in [start, end], by currency (anonymous orders left out)."""
+    return (
+        select(Order.customer_id, Order.order_currency, func.sum(Order.order_price))
+        .where(
+            Order.profile_id == profile_id,
+            Order.ordered_at >= start,
+            Order.ordered_at <= end,
+            Order.customer_id.is_not(None),
+        )
+        .group_by(Order.customer_id, Order.order_currency)
+    )

@@ -1,0 +1,254 @@
+"""Campaigns and touches: creation, import, and the re-classification touches bring.
+
+Both the merchant API (POST .../touches) and `partnerlink touches import` go
+through `store_touches`: the campaigns a touch names exist (created with their
+id as name when unknown), the touches are written (hashes only), and every
+order of each customer they match is classified again (orders/conversion.py),
+in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from partnerlink.db.base import utcnow
+from partnerlink.db.raw import as_sql
+from partnerlink.measurement import queries
+from partnerlink.measurement.models import Campaign, Touch
+from partnerlink.measurement.touches import RejectedTouch, TouchRow, parse_line, parse_touch
+from partnerlink.merchant.models import Profile
+from partnerlink.orders.conversion import identifier_hash, reclassify_customers
+from partnerlink.problems import BadRequest, Conflict
+
+MAX_TOUCHES = 10_000  # per request
+SHOWN_ERRORS = 20  # per answer
+LINES_PER_BATCH = 2000  # `touches import`: committed batch by batch
+
+
+class CampaignExists(Conflict):
+    code = "campaign_exists"
+    detail = "A campaign with this campaignId exists in this profile."
+
+
+class TooManyTouches(BadRequest):
+    code = "too_many_touches"
+    detail = f"At most {MAX_TOUCHES} touches per request."
+
+
+def campaign_json(campaign: Campaign) -> dict[str, Any]:
+    return {
+        "campaignId": campaign.campaign_id,
+        "name": campaign.name,
+        "startsAt": campaign.starts_at.isoformat(),
+        "endsAt": campaign.ends_at.isoformat() if campaign.ends_at else None,
+        "holdoutPercent": campaign.holdout_percent,
+        "createdAt": campaign.created_at.isoformat(),
+    }
+
+
+def list_campaigns(session: Session, *, profile_id: str) -> list[Campaign]:
+    return list(session.scalars(queries.campaigns_of(profile_id)))
+
+
+def create_campaign(
+    session: Session,
+    *,
+    profile_id: str,
+    campaign_id: str,
+    name: str,
+    starts_at: datetime,
+    ends_at: datetime | None,
+    holdout_percent: int,
+) -> Campaign:
+    """A new campaign with its own random salt; an existing campaignId answers 409."""
+    if session.scalar(queries.find_campaign(profile_id, campaign_id)) is not None:
+        raise CampaignExists()
+    campaign = Campaign(
+        profile_id=profile_id,
+        campaign_id=campaign_id,
+        name=name,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        holdout_percent=holdout_percent,
+        salt=secrets.token_bytes(32),
+        created_at=utcnow(),
+    )
+    try:
+        with session.begin_nested():
+            session.add(campaign)
+    except IntegrityError:  # created at the same moment by another request
+        raise CampaignExists() from None
+    return campaign
+
+
+def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[TouchRow]) -> None:
+    """A touch of an unknown campaign creates it, named by its id, starting at its first touch."""
+    first: dict[str, datetime] = {}
+    for touch in touches:
+        if touch.campaign_id not in first or touch.touched_at < first[touch.campaign_id]:
+            first[touch.campaign_id] = touch.touched_at
+    known = set(session.scalars(queries.campaign_ids(profile_id, first)))
+    for campaign_id, starts_at in first.items():
+        if campaign_id in known:
+            continue
+        with contextlib.suppress(CampaignExists):  # another import created it meanwhile
+            create_campaign(
+                session,
+                profile_id=profile_id,
+                campaign_id=campaign_id,
+                name=campaign_id,
+                starts_at=starts_at,
+                ends_at=None,
+                holdout_percent=0,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTouches:
+    imported: int
+    reclassified: int
+
+
+def store_touches(
+    session: Session, *, profile_id: str, touches: Sequence[TouchRow], window_days: int
+) -> StoredTouches:
+    """Writes a profile's touches and re-classifies the orders of the customers they match."""
+    if not touches:
+        return StoredTouches(0, 0)
+    _ensure_campaigns(session, profile_id, touches)
+    now = utcnow()
+    session.execute(
+        insert(Touch),
+        [
+            {
+                "profile_id": profile_id,
+                "campaign_id": touch.campaign_id,
+                "email_sha256": touch.email_sha256,
+                "phone_sha256": touch.phone_sha256,
+                "touched_at": touch.touched_at,
+                "imported_at": now,
+            }
+            for touch in touches
+        ],
+    )
+    matched = _matched_customers(session, profile_id, touches)
+    reclassified = reclassify_customers(
+        as_sql(session), profile_id=profile_id, customer_ids=matched, window_days=window_days
+    )
+    return StoredTouches(len(touches), reclassified)
+
+
+def _matched_customers(session: Session, profile_id: str, touches: Iterable[TouchRow]) -> list[int]:
+    """The profile's customers whose email or phone hashes to one the touches carry.
+
+    Customers keep their identifiers plain, so each is hashed here: one pass over
+    the profile's customers (measured in bench/measurement.py).
+    """
+    keys = {key for t in touches for key in (t.email_sha256, t.phone_sha256) if key is not None}
+    return [
+        customer_id
+        for customer_id, email, phone in session.execute(queries.customer_identifiers(profile_id))
+        if identifier_hash(email) in keys or identifier_hash(phone) in keys
+    ]
+
+
+def import_touch_batch(
+    session: Session, *, profile_id: str, records: Sequence[object], window_days: int
+) -> dict[str, Any]:
+    """POST .../touches: each bad touch is rejected alone, with its index."""
+    if len(records) > MAX_TOUCHES:
+        raise TooManyTouches(errors=[{"field": "touches", "message": f"at most {MAX_TOUCHES}"}])
+    accepted: list[TouchRow] = []
+    errors: list[dict[str, Any]] = []
+    for index, record in enumerate(records):
+        try:
+            accepted.append(parse_touch(record))
+        except RejectedTouch as rejection:
+            errors.append({"index": index, "reason": str(rejection)})
+    stored = store_touches(
+        session, profile_id=profile_id, touches=accepted, window_days=window_days
+    )
+    return {
+        "imported": stored.imported,
+        "rejected": len(errors),
+        "reclassified": stored.reclassified,
+        "errors": errors[:SHOWN_ERRORS],
+    }
+
+
+KEPT_REJECTIONS = 1000  # line numbers kept for the report; the count is always exact
+
+
+@dataclass
+class LinesImport:
+    imported: int = 0
+    rejected: int = 0
+    reclassified: int = 0
+    # (line number, reason) of the first KEPT_REJECTIONS rejected lines
+    rejections: list[tuple[int, str]] = field(default_factory=list)
+
+    def reject(self, line_number: int, reason: str) -> None:
+        self.rejected += 1
+        if len(self.rejections) < KEPT_REJECTIONS:
+            self.rejections.append((line_number, reason))
+
+
+def import_touch_lines(
+    session: Session,
+    lines: Iterable[bytes],
+    *,
+    window_days: int,
+    checkpoint: Callable[[], None] = lambda: None,
+) -> LinesImport:
+    """`partnerlink touches import`: JSON lines with a profileId each; `checkpoint` runs
+    after each batch of lines is written (the command commits there)."""
+    result = LinesImport()
+    known_profiles: dict[str, bool] = {}
+    batch: dict[str, list[TouchRow]] = {}
+    pending = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            profile_id, touch = parse_line(raw)
+            if not _profile_exists(session, profile_id, known_profiles):
+                raise RejectedTouch("unknown profileId")
+        except RejectedTouch as rejection:
+            result.reject(number, str(rejection))
+            continue
+        batch.setdefault(profile_id, []).append(touch)
+        pending += 1
+        if pending >= LINES_PER_BATCH:
+            _write_lines(session, batch, result, window_days)
+            pending = 0
+            checkpoint()
+    _write_lines(session, batch, result, window_days)
+    checkpoint()
+    return result
+
+
+def _write_lines(
+    session: Session, batch: dict[str, list[TouchRow]], result: LinesImport, window_days: int
+) -> None:
+    for profile_id, touches in batch.items():
+        stored = store_touches(
+            session, profile_id=profile_id, touches=touches, window_days=window_days
+        )
+        result.imported += stored.imported
+        result.reclassified += stored.reclassified
+    batch.clear()
+
+
+def _profile_exists(session: Session, profile_id: str, known: dict[str, bool]) -> bool:
+    if profile_id not in known:
+        known[profile_id] = session.get(Profile, profile_id) is not None
+    return known[profile_id]

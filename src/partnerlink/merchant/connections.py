@@ -1,0 +1,55 @@
+"""A merchant's view of its stores' connections, and revoking one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from partnerlink.merchant.models import Profile
+from partnerlink.merchant.ownership import looks_like_id, owned_store
+from partnerlink.partners.models import Partner
+from partnerlink.problems import NotFound
+from partnerlink.stores.models import Store
+from partnerlink.tokens.models import Connection
+from partnerlink.tokens.service import revoke_connection
+
+
+def list_store_connections(
+    session: Session, *, merchant_id: str, store_id: str
+) -> list[dict[str, Any]]:
+    """Lists the store's connections, live and revoked, newest first."""
+    owned_store(session, merchant_id=merchant_id, store_id=store_id)
+    rows = session.execute(
+        select(Connection, Partner.pos_type, Partner.name)
+        .join(Partner, Partner.id == Connection.partner_id)
+        .where(Connection.store_id == store_id)
+        .order_by(Connection.created_at.desc(), Connection.id.desc())
+    )
+    return [
+        {
+            "id": connection.id,
+            "posType": pos_type,
+            "method": connection.method,
+            "createdAt": connection.created_at.isoformat(),
+            "revokedAt": connection.revoked_at.isoformat() if connection.revoked_at else None,
+            "partnerName": partner_name,
+        }
+        for connection, pos_type, partner_name in rows
+    ]
+
+
+def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:
+    """Revokes one of the merchant's connections; its tokens stop working at once."""
+    if not looks_like_id(connection_id):
+        raise NotFound("No such connection.")
+    connection = session.execute(
+        select(Connection)
+        .join(Store, Store.id == Connection.store_id)
+        .join(Profile, Profile.id == Store.profile_id)
+        .where(Connection.id == connection_id, Profile.merchant_id == merchant_id)
+    ).scalar_one_or_none()
+    if connection is None:
+        raise NotFound("No such connection.")
+    revoke_connection(session, connection)

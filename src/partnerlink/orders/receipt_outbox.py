@@ -1,0 +1,109 @@
+"""The e-receipt rule (SPEC.md) and the receipt rows an order writes (the outbox).
+
+A receipt row is written in the same transaction as the order that causes it
+(transactional outbox); the worker sends it later. `receipts.order_pk` is
+unique, so an order has one receipt, hence one SMS, whatever races or re-sends
+happen.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from partnerlink.customers.normalize import normalize_phone
+from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, Statement
+from partnerlink.orders.models import Order
+from partnerlink.security.secrets import digest
+from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
+
+CLOSED = "CLOSED"
+PENDING, SENT, FAILED = "pending", "sent", "failed"
+KEY_BYTES = 16  # 128 bits: the link cannot be guessed from the partner's order id
+
+
+def is_closed(order_status: str | None) -> bool:
+    """`orderStatus` CLOSED, in any letter case ("closed", "Closed"); the order keeps it as sent."""
+    return order_status is not None and order_status.isascii() and order_status.upper() == CLOSED
+
+
+def receipt_phone(
+    *,
+    green_invoices: bool,
+    order_status: str | None,
+    phone: str | None,
+    default_region: str | None,
+) -> str | None:
+    """The number an e-receipt goes to (E.164), or None when none is due.
+
+    The three conditions of SPEC.md: receipts on, order CLOSED (in any letter
+    case), a customer phone. A phone that does not parse (in the store's country when it has no
+    `+`) counts as none (CONTRACT.md §6): no receipt, no SMS.
+    """
+    if not green_invoices or not is_closed(order_status):
+        return None
+    return normalize_phone(phone, default_region)
+
+
+def order_visible(order: Order, store: Store) -> bool:
+    """The gates of GET /v1/orders and of the receipt page, checked when they are opened."""
+    due_to = receipt_phone(
+        green_invoices=store.green_invoices,
+        order_status=order.order_status,
+        phone=order.customer_phone_number,
+        default_region=store.country_code,
+    )
+    return due_to is not None
+
+
+def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
+    return f"{settings.effective_receipt_url}/inv/{quote(order_id, safe='')}?k={key}"
+
+
+@dataclass(frozen=True, slots=True)
+class DueReceipt:
+    """A stored order that meets the e-receipt rule, with what its message needs."""
+
+    order_pk: int
+    store_id: str
+    order_id: str
+    store_name: str
+    to_phone: str  # E.164, from receipt_phone
+
+
+def queue_receipts(sql: Sql, due: Sequence[DueReceipt], *, settings: Settings) -> list[bool]:
+    """Writes each order's receipt unless it has one; True where this call wrote it.
+
+    The inserts travel together (one round trip on PostgreSQL).
+    """
+    now = sql.time(utcnow())
+    rows = [_receipt_values(one, now, settings) for one in due]
+    return [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
+
+
+def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[str, object]:
+    key = secrets.token_urlsafe(KEY_BYTES)
+    link = receipt_link(settings, order_id=due.order_id, key=key)
+    return {
+        "order_pk": due.order_pk,
+        "store_id": due.store_id,
+        "key_hash": digest(key),
+        "to_phone": due.to_phone,
+        "body": f"Your receipt from {due.store_name}: {link}",
+        "link": link,
+        "status": PENDING,
+        "now": now,
+    }
+
+
+# ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one.
+_INSERT_RECEIPT = Statement(
+    "INSERT INTO receipts (order_pk, store_id, key_hash, to_phone, body, link, status,"
+    " last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk, :store_id,"
+    " :key_hash, :to_phone, :body, :link, :status, NULL, 0, :now, :now)"
+    " ON CONFLICT (order_pk) DO NOTHING RETURNING id"
+)

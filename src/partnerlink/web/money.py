@@ -1,0 +1,41 @@
+"""Money on every page: one formatting, in the locale the page asks for.
+
+The minor-unit count comes from ISO 4217 via Babel (JPY has none, KWD three).
+Receipts use the store country's English conventions (`locale_for`); the
+merchant console uses en_US. Values that do not parse are shown as given.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import lru_cache
+
+from babel import Locale, UnknownLocaleError
+from babel.numbers import format_currency, get_currency_precision
+
+EN_US = Locale.parse("en_US")
+
+
+@lru_cache(maxsize=256)
+def locale_for(country_code: str | None) -> Locale:
+    """English with the store country's conventions where CLDR has them (en_DE), else en."""
+    if country_code:
+        try:
+            return Locale.parse(f"en_{country_code.upper()}")
+        except (UnknownLocaleError, ValueError):
+            pass
+    return Locale.parse("en")
+
+
+def format_money(minor: object, currency: object, locale: Locale = EN_US) -> str:
+    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'."""
+    currency = str(currency or "").upper()
+    try:
+        amount = Decimal(int(str(minor))).scaleb(-get_currency_precision(currency))
+        text = str(format_currency(amount, currency, locale=locale))
+    except (ValueError, ArithmeticError):
+        return str(minor)
+    # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
+    if text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
+        text = f"{currency}\u00a0{text[len(currency) :]}"
+    return text

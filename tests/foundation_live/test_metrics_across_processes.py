@@ -1,0 +1,86 @@
+"""/metrics under `partnerlink serve --workers 2` counts every server process (CONTRACT §10)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import LiveServer
+
+REQUESTS = 40
+READYZ = re.compile(
+    r'^partnerlink_http_requests_total\{method="GET",route="/readyz",status="200"\} (\S+)$',
+    re.MULTILINE,
+)
+
+
+@pytest.fixture
+def two_processes(live_env: dict[str, str]) -> Iterator[LiveServer]:
+    server = LiveServer(live_env, workers=2)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _fresh_connection_get(url: str) -> httpx.Response:
+    # A new connection each time: the kernel spreads connections over both processes.
+    with httpx.Client(timeout=30) as client:
+        return client.get(url)
+
+
+def _pids_serving(server: LiveServer) -> set[int]:
+    """The server processes (spawned children; not multiprocessing's resource tracker)."""
+    assert server.process is not None
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    found = set()
+    for pid in children.read_text().split():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in command:
+            found.add(int(pid))
+    return found
+
+
+@pytest.mark.slow
+def test_every_scrape_sees_the_requests_of_both_processes(two_processes: LiveServer) -> None:
+    for _ in range(REQUESTS):
+        assert _fresh_connection_get(f"{two_processes.url}/readyz").status_code == 200
+    seen = []
+    for _ in range(12):
+        response = _fresh_connection_get(f"{two_processes.url}/metrics")
+        assert response.status_code == 200
+        match = READYZ.search(response.text)
+        assert match, response.text
+        seen.append(float(match.group(1)))
+    assert seen == [float(REQUESTS)] * len(seen)
+
+
+@pytest.mark.slow
+def test_a_replaced_process_keeps_its_count_in_the_total(two_processes: LiveServer) -> None:
+    for _ in range(REQUESTS):
+        assert _fresh_connection_get(f"{two_processes.url}/readyz").status_code == 200
+    # Counters are totals since the run began: a server process that dies (and is
+    # replaced) does not take its requests out of them.
+    first, *_ = sorted(_pids_serving(two_processes))
+    os.kill(first, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and first in _pids_serving(two_processes):
+        time.sleep(0.1)
+    while time.monotonic() < deadline and len(_pids_serving(two_processes)) < 2:
+        time.sleep(0.1)
+    for _ in range(6):
+        response = _fresh_connection_get(f"{two_processes.url}/metrics")
+        match = READYZ.search(response.text)
+        assert match, response.text
+        assert float(match.group(1)) == REQUESTS

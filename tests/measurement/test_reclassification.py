@@ -1,0 +1,171 @@
+"""The conversion class is a function of the stored data, whatever order it arrives in
+(CONTRACT.md §6): touches after orders, older orders after newer ones, customers after
+the touches that name them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from partnerlink.customers.models import Customer
+from partnerlink.measurement.models import Touch
+from partnerlink.measurement.service import import_touch_lines
+from partnerlink.orders.models import Order
+from tests.factories import ConnectedStoreFixture
+from tests.orders.builders import order_body, orders, post, stored_order
+
+WINDOW = timedelta(days=7)
+START = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def sha(value: str | None) -> str | None:
+    return None if value is None else hashlib.sha256(value.encode()).hexdigest()
+
+
+def import_touches(session: Session, profile_id: str, touches: list[dict[str, Any]]) -> int:
+    lines = [json.dumps({"profileId": profile_id, **t}).encode() for t in touches]
+    result = import_touch_lines(session, lines, window_days=7)
+    session.commit()
+    assert result.rejected == 0, result.rejections
+    return result.reclassified
+
+
+def send(client: TestClient, shop: ConnectedStoreFixture, order_id: str, **fields: Any) -> None:
+    response = post(client, shop.auth, order_body(order_id, **fields))
+    assert response.status_code == 200, response.text
+
+
+def expected_classes(session: Session) -> dict[str, tuple[str, str | None]]:
+    """The written rule, applied to what is stored, independently of the service's code."""
+    customers = {c.id: c for c in session.scalars(select(Customer))}
+    touches = list(session.scalars(select(Touch)))
+    all_orders = list(session.scalars(select(Order)))
+    session.rollback()
+    expected: dict[str, tuple[str, str | None]] = {}
+    for order in all_orders:
+        if order.customer_id is None:
+            expected[order.order_id] = ("anonymous", None)
+            continue
+        customer = customers[order.customer_id]
+        keys = {sha(customer.email), sha(customer.phone_number)} - {None}
+        qualifying = [
+            t
+            for t in touches
+            if t.profile_id == order.profile_id
+            and ({t.email_sha256, t.phone_sha256} & keys)
+            and order.ordered_at - WINDOW <= t.touched_at <= order.ordered_at
+        ]
+        if not qualifying:
+            expected[order.order_id] = ("organic", None)
+            continue
+        latest = max(qualifying, key=lambda t: (t.touched_at, t.campaign_id))
+        earlier = any(
+            o.customer_id == order.customer_id and o.ordered_at < order.ordered_at
+            for o in all_orders
+        )
+        expected[order.order_id] = ("returning" if earlier else "new", latest.campaign_id)
+    return expected
+
+
+def stored_classes(session: Session) -> dict[str, tuple[str, str | None]]:
+    return {o.order_id: (o.conversion, o.campaign_id) for o in orders(session)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_classes_hold_whatever_order_the_data_arrives_in(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session, seed: int
+) -> None:
+    rng = random.Random(seed)
+    people = [(f"p{i}@example.com", f"+1415555{i:04d}") for i in range(6)]
+
+    def moment() -> str:
+        return (START + timedelta(hours=rng.randrange(0, 24 * 20))).isoformat()
+
+    events: list[tuple[str, Any]] = []
+    for n in range(36):
+        email, phone = rng.choice(people)
+        shape = rng.random()
+        fields: dict[str, Any] = {"createdAt": moment(), "updatedAt": None}
+        if shape < 0.1:  # anonymous
+            fields.update(customerEmail=None, customerPhoneNumber=None)
+        elif shape < 0.35:
+            fields.update(customerEmail=email, customerPhoneNumber=None)
+        else:
+            fields.update(customerEmail=email, customerPhoneNumber=phone)
+        events.append(("order", (f"o{n}", fields)))
+    for _n in range(8):
+        batch = []
+        for _ in range(rng.randrange(1, 4)):
+            email, phone = rng.choice(people)
+            who = rng.choice(
+                [{"email": email}, {"phoneNumber": phone}, {"emailSha256": sha(email)}]
+            )
+            batch.append({"campaignId": f"c{rng.randrange(3)}", "touchedAt": moment(), **who})
+        events.append(("touches", batch))
+    rng.shuffle(events)
+
+    for kind, payload in events:
+        if kind == "order":
+            send(client, shop, payload[0], **payload[1])
+        else:
+            import_touches(session, shop.profile.id, payload)
+
+    stored = stored_classes(session)
+    assert stored == expected_classes(session)
+    assert {conversion for conversion, _ in stored.values()} >= {"organic", "new"}
+
+
+def test_touch_after_order_makes_it_new_and_counts_it(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    send(client, shop, "1", createdAt="2024-05-10T12:00:00Z")
+    assert stored_order(session, "1").conversion == "organic"
+    touch = {"campaignId": "spring", "touchedAt": "2024-05-09T12:00:00Z"}
+    assert import_touches(session, shop.profile.id, [{**touch, "email": "ADA@example.com"}]) == 1
+    order = stored_order(session, "1")
+    assert (order.conversion, order.campaign_id) == ("new", "spring")
+    # The same touch again changes nothing: nothing re-classified.
+    assert import_touches(session, shop.profile.id, [{**touch, "email": "ada@example.com"}]) == 0
+
+
+def test_older_order_sent_after_a_newer_one_makes_the_newer_returning(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    import_touches(
+        session,
+        shop.profile.id,
+        [{"campaignId": "spring", "touchedAt": "2024-05-08T00:00:00Z", "email": "ada@example.com"}],
+    )
+    send(client, shop, "late", createdAt="2024-05-10T12:00:00Z")
+    assert stored_order(session, "late").conversion == "new"
+    send(client, shop, "early", createdAt="2024-05-09T12:00:00Z")
+    assert stored_order(session, "early").conversion == "new"
+    assert stored_order(session, "late").conversion == "returning"
+
+
+def test_customer_appearing_after_the_touches_naming_them(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    phone_hash = sha("+14155550123")
+    imported = import_touches(
+        session,
+        shop.profile.id,
+        [{"campaignId": "summer", "touchedAt": "2024-05-09T00:00:00Z", "phoneSha256": phone_hash}],
+    )
+    assert imported == 0  # no customer yet: the touch is kept
+    # First known by email only, then the phone arrives with a later order.
+    send(client, shop, "1", createdAt="2024-05-10T12:00:00Z", customerPhoneNumber=None)
+    assert stored_order(session, "1").conversion == "organic"
+    send(client, shop, "2", createdAt="2024-05-11T12:00:00Z")
+    assert (stored_order(session, "1").conversion, stored_order(session, "2").conversion) == (
+        "new",
+        "returning",
+    )

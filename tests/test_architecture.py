@@ -1,0 +1,164 @@
+"""The module contract (ARCHITECTURE.md): which top-level package may import which.
+
+Read from the source with `ast`, the way a reviewer would: every import counts,
+whether at the top of a module or (against the house rules) inside a function.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "partnerlink"
+
+# Each top-level package or module of src/partnerlink, and what it may import (besides
+# itself). Keep in step with ARCHITECTURE.md's table. Lower layers first.
+ALLOWED: dict[str, frozenset[str]] = {
+    name: frozenset(targets.split())
+    for name, targets in {
+        # Shared machinery: imports no domain.
+        "settings": "",
+        "phones": "",
+        "log_format": "",
+        "problems": "",
+        "security": "settings",
+        "validation": "problems",
+        "middleware": "log_format problems settings",
+        "ops": "problems db deps settings",
+        "deps": "settings problems db",
+        "db": "settings problems",
+        "web": "deps problems security settings",
+        # Domains, each importing only those above it.
+        "partners": "db problems security settings",
+        "tokens": "db deps partners problems security settings",
+        "stores": "db deps phones problems security settings tokens",
+        "merchant": "db deps partners problems security settings stores tokens",
+        "pairing": "db deps merchant partners problems security settings stores tokens",
+        "connect": "db deps merchant partners problems security settings stores tokens web",
+        "customers": "db deps merchant phones problems security settings stores tokens",
+        "orders": (
+            "customers db deps merchant middleware problems security settings stores tokens"
+        ),
+        "receipts": "db deps orders problems security settings stores web",
+        # What puts the domains together.
+        "console": (
+            "customers deps merchant orders pairing partners problems security settings stores web"
+        ),
+        "apidocs": "__init__ merchant problems",
+        "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
+        "measurement": "console customers db deps merchant orders problems web",
+        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens",
+        "worker": "customers receipts settings",
+        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts security settings stores validation worker",
+        "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores worker",
+        "__main__": "cli",
+        "__init__": "",
+    }.items()
+}
+
+# Project imports allowed inside a function (ARCHITECTURE.md says why): none today.
+IMPORTS_INSIDE_FUNCTIONS_ALLOWED: frozenset[str] = frozenset()
+
+
+def _unit(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def _modules(node: ast.AST, path: Path) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            package = list(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+            package = package[: len(package) - (node.level - 1)]
+            return [".".join([*package, *([node.module] if node.module else [])])]
+        if node.module == "partnerlink":
+            return [f"partnerlink.{alias.name}" for alias in node.names]
+        return [node.module or ""]
+    return []
+
+
+def _target(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "partnerlink":
+        return None
+    if len(parts) == 1:
+        return "__init__"
+    if not (PACKAGE / parts[1]).is_dir() and not (PACKAGE / f"{parts[1]}.py").is_file():
+        return "__init__"  # a name defined in partnerlink/__init__.py (__version__)
+    return parts[1]
+
+
+def _sources() -> list[Path]:
+    # Alembic's migrations are data, run by Alembic; env.py reads partnerlink.models.
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if "migrations" not in p.parts]
+
+
+def _imports() -> dict[tuple[str, str], list[str]]:
+    found: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in _sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            for module in _modules(node, path):
+                target = _target(module)
+                if target is not None and target != _unit(path):
+                    where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+                    found[(_unit(path), target)].append(where)
+    return found
+
+
+def test_every_import_follows_the_allowed_directions() -> None:
+    broken = [
+        f"{source} -> {target} ({', '.join(places)})"
+        for (source, target), places in sorted(_imports().items())
+        if target not in ALLOWED.get(source, frozenset())
+    ]
+    assert not broken, "imports outside ARCHITECTURE.md's directions:\n" + "\n".join(broken)
+
+
+def test_every_package_is_in_the_contract() -> None:
+    units = {_unit(path) for path in _sources()}
+    assert units <= set(ALLOWED), f"add to ARCHITECTURE.md and ALLOWED: {units - set(ALLOWED)}"
+
+
+def test_the_allowed_directions_have_no_cycle() -> None:
+    done: set[str] = set()
+
+    def visit(unit: str, trail: tuple[str, ...]) -> None:
+        if unit in trail:
+            pytest.fail(f"cycle in ALLOWED: {' -> '.join((*trail, unit))}")
+        if unit in done:
+            return
+        for target in ALLOWED.get(unit, frozenset()):
+            visit(target, (*trail, unit))
+        done.add(unit)
+
+    for unit in ALLOWED:
+        visit(unit, ())
+
+
+def test_project_imports_sit_at_the_top_of_their_module() -> None:
+    inside: list[str] = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if any(_target(m) for m in _modules(node, path)):
+                    inside.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    unexpected = sorted(set(inside) - IMPORTS_INSIDE_FUNCTIONS_ALLOWED)
+    assert not unexpected, f"project imports inside functions: {unexpected}"
+
+
+def test_no_source_file_is_over_400_lines() -> None:
+    big = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in _sources()
+        if (lines := path.read_text(encoding="utf-8").count("\n")) > 400
+    }
+    assert not big, f"split these files: {big}"
