@@ -35,15 +35,20 @@ def locale_for(country_code: str | None) -> Locale:
     return Locale.parse("en")
 
 
-def format_money(minor: object, currency: str, locale: Locale) -> str:
-    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'."""
+def format_money(minor: object, currency: str | None, locale: Locale) -> str:
+    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'.
+
+    Without a currency (unset) the amount is written alone, in two decimals: '24.00'.
+    """
+    currency = currency or ""
     try:
-        amount = Decimal(int(str(minor))).scaleb(-get_currency_precision(currency))
-        text = str(format_currency(amount, currency, locale=locale))
+        precision = get_currency_precision(currency) if currency else 2
+        amount = Decimal(int(str(minor))).scaleb(-precision)
+        text = str(format_currency(amount, currency, locale=locale)).strip()
     except (ValueError, ArithmeticError):
         return str(minor)
     # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
-    if text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
+    if currency and text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
         text = f"{currency}\u00a0{text[len(currency) :]}"
     return text
 
@@ -104,7 +109,7 @@ def _int(value: object) -> int | None:
         return None
 
 
-def _money_or_none(value: object, currency: str, locale: Locale) -> str | None:
+def _money_or_none(value: object, currency: str | None, locale: Locale) -> str | None:
     return None if value is None else format_money(value, currency, locale)
 
 
