@@ -48,7 +48,11 @@ def format_money(minor: object, currency: str | None, locale: Locale) -> str:
     except (ValueError, ArithmeticError):
         return str(minor)
     # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
-    if currency and text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
+    if (
+        currency
+        and text.startswith(currency)
+        and text[len(currency) : len(currency) + 1] not in ("", " ")
+    ):
         text = f"{currency}\u00a0{text[len(currency) :]}"
     return text
 
