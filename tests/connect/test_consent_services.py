@@ -103,14 +103,15 @@ def test_approve_with_a_profile_creates_a_store_for_the_partner(
     assert row.finished_at is not None
 
 
-def test_store_of_an_empty_profile_defaults_to_us_dollars(
+def test_store_of_an_empty_profile_is_left_unplaced(
     client: TestClient, session: Session, world: World
 ) -> None:
     empty = create_profile(session, world.merchant, name="New Venture")
     token = new_integration_token(client, world.partner)
     store_id = approve(session, world, token, profile_id=empty.id)
     store = fetch_one(session, select(Store).where(Store.id == store_id))
-    assert (store.country_code, store.currency, store.profile_id) == ("US", "USD", empty.id)
+    # No placeholder: unset until the partner's PUT /v1/stores (CONTRACT.md §6).
+    assert (store.country_code, store.currency, store.profile_id) == (None, None, empty.id)
 
 
 def test_approve_with_a_store_uses_it(client: TestClient, session: Session, world: World) -> None:

@@ -158,7 +158,9 @@ def _person(session: Session, profile_id: str, email: str | None, phone: str | N
     normalized_phone = None
     if phone:
         regions = session.scalars(
-            select(Store.country_code).where(Store.profile_id == profile_id).limit(1)
+            select(Store.country_code)
+            .where(Store.profile_id == profile_id, Store.country_code.is_not(None))
+            .limit(1)
         ).all()
         normalized_phone = normalize_phone(phone, regions[0] if regions else None)
         if normalized_phone is None:

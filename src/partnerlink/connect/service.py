@@ -43,9 +43,6 @@ TokenStatus = Literal["pending", "finished", "cancelled"]
 PENDING: TokenStatus = "pending"
 FINISHED: TokenStatus = "finished"
 CANCELLED: TokenStatus = "cancelled"
-# A store created by a consent gets placeholder location values until the
-# partner's PUT /v1/stores sends the real ones.
-DEFAULT_COUNTRY, DEFAULT_CURRENCY = "US", "USD"
 
 
 class MissingField(BadRequest):
@@ -270,7 +267,11 @@ def _finish_pending(
 
 
 def _store_for_profile(session: Session, *, profile: Profile, partner: Partner) -> Store:
-    """A new store under the profile, placed like the profile's other stores."""
+    """A new store under the profile, placed like the profile's other stores.
+
+    Under a profile with no other store, country and currency stay unset until
+    the partner's PUT /v1/stores (or an order's `store` snapshot) sends them.
+    """
     sibling = session.scalar(
         select(Store).where(Store.profile_id == profile.id).order_by(Store.created_at).limit(1)
     )
@@ -278,8 +279,8 @@ def _store_for_profile(session: Session, *, profile: Profile, partner: Partner) 
         profile_id=profile.id,
         name=f"{profile.name} – {partner.name}"[:300],
         address="",
-        country_code=sibling.country_code if sibling else DEFAULT_COUNTRY,
-        currency=sibling.currency if sibling else DEFAULT_CURRENCY,
+        country_code=sibling.country_code if sibling else None,
+        currency=sibling.currency if sibling else None,
         manual=False,
     )
     session.add(store)

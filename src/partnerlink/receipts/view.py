@@ -78,7 +78,7 @@ def _int(value: object) -> int | None:
         return None
 
 
-def _money_or_none(value: object, currency: str, locale: Locale) -> str | None:
+def _money_or_none(value: object, currency: str | None, locale: Locale) -> str | None:
     return None if value is None else format_money(value, currency, locale)
 
 

@@ -23,8 +23,10 @@ class Store(Base):
     state: Mapped[str | None] = mapped_column(String(200))
     postal_code: Mapped[str | None] = mapped_column(String(50))
     phone_number: Mapped[str | None] = mapped_column(String(50))
-    country_code: Mapped[str] = mapped_column(String(2))
-    currency: Mapped[str] = mapped_column(String(3))
+    # Unset (None) on a store created by consent under a profile with no other
+    # store, until the partner's PUT /v1/stores (or an order's `store`) sets them.
+    country_code: Mapped[str | None] = mapped_column(String(2))
+    currency: Mapped[str | None] = mapped_column(String(3))
     pos_type: Mapped[str | None] = mapped_column(String(100))
     green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
     # A store the merchant added by hand (not created by a partner's consent).

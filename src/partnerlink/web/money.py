@@ -28,14 +28,24 @@ def locale_for(country_code: str | None) -> Locale:
 
 
 def format_money(minor: object, currency: object, locale: Locale = EN_US) -> str:
-    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'."""
+    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'.
+
+    Without a currency (a store whose currency is not set yet) the amount is written
+    alone, in two decimals: '24.00'.
+    """
     currency = str(currency or "").upper()
     try:
-        amount = Decimal(int(str(minor))).scaleb(-get_currency_precision(currency))
-        text = str(format_currency(amount, currency, locale=locale))
+        amount = Decimal(int(str(minor))).scaleb(
+            -get_currency_precision(currency) if currency else -2
+        )
+        text = str(format_currency(amount, currency, locale=locale)).strip()
     except (ValueError, ArithmeticError):
         return str(minor)
     # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
-    if text.startswith(currency) and text[len(currency) : len(currency) + 1] not in ("", " "):
+    if (
+        currency
+        and text.startswith(currency)
+        and text[len(currency) : len(currency) + 1] not in ("", " ")
+    ):
         text = f"{currency}\u00a0{text[len(currency) :]}"
     return text
