@@ -4,15 +4,15 @@ A store created by consent under a profile with no other store no longer gets
 a placeholder (US/USD); its country and currency stay NULL until the partner's
 PUT /v1/stores (or an order's `store` snapshot) sets them.
 
-Revision ID: 0010_h18e
-Revises: 0009_h14
+Revision ID: 0010
+Revises: 0009
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010_h18e"
-down_revision = "0009_h14"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

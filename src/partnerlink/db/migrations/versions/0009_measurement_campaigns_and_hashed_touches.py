@@ -4,7 +4,7 @@ Touches stored plain email and phone; they now keep only the lower-case hex
 SHA-256 of each (the normalized value), as ad platforms hand them out.
 Existing touches are hashed here, then the plain columns are dropped.
 
-Revision ID: 0009_h14
+Revision ID: 0009
 Revises: 0007
 """
 
@@ -13,8 +13,8 @@ import hashlib
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_h14"
-down_revision = "0008_h15"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

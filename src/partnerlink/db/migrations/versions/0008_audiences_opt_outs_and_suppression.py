@@ -1,13 +1,13 @@
 """Audiences: opt-outs, the suppression list of erased identifiers, customers by profile.
 
-Revision ID: 0008_h15
+Revision ID: 0008
 Revises: 0007
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008_h15"
+revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
