@@ -5,7 +5,7 @@ SHA-256 of each (the normalized value), as ad platforms hand them out.
 Existing touches are hashed here, then the plain columns are dropped.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 """
 
 import hashlib
