@@ -273,6 +273,14 @@ def test_order_store_snapshot_updates_the_store_profile(
 
 def test_order_resolves_its_customer_into_the_profile(box: Box, cast: Cast) -> None:
     conn = box.connect_by_consent(cast.plain, cast.merchant)
+    # A store made by consent in an empty profile has no country until the partner's
+    # PUT (CONTRACT §6); the phone below is national, so it is read in the store's.
+    placed = box.http.put(
+        "/v1/stores",
+        json={"storeName": "Salem", "storeAddress": "1 Main St", "storeCountryCode": "US"},
+        headers=conn.auth,
+    )
+    assert placed.status_code == 200, placed.text
     send(
         box,
         conn,
@@ -364,7 +372,12 @@ def conversions(box: Box, cast: Cast, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def test_touches_import_counts_imported_and_rejected(conversions: Conversions) -> None:
-    assert conversions.import_result == {"imported": 7, "rejected": 2}
+    # The contract's counts, plus the rejected lines' reasons (issue 18: --json keeps them).
+    assert {k: conversions.import_result[k] for k in ("imported", "rejected")} == {
+        "imported": 7,
+        "rejected": 2,
+    }
+    assert [e["line"] for e in conversions.import_result["errors"]] == [8, 9]
 
 
 def _conversion(box: Box, conn: Connected, body: dict[str, Any]) -> str:

@@ -75,7 +75,6 @@ def test_partners_list_shows_partners_without_secrets(cli_json: CliJson) -> None
             "clientId": first["clientId"],
             "ereceipt": False,
             "active": True,
-            "frameOrigins": [],
         },
         {
             "id": second["id"],
@@ -84,7 +83,6 @@ def test_partners_list_shows_partners_without_secrets(cli_json: CliJson) -> None
             "clientId": second["clientId"],
             "ereceipt": True,
             "active": True,
-            "frameOrigins": [],
         },
     ]
 

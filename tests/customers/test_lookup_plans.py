@@ -18,11 +18,18 @@ from partnerlink.customers.service import _BY_EMAIL, _BY_PHONE, _PHONE_ONLY
 from partnerlink.db.raw import Statement
 from tests.factories import ConnectedStoreFixture
 
+# The one index not led by a look-up key: the audience export reads a profile's customers
+# in id order, a chunk at a time (audiences/models.py). The plan tests below show the
+# look-ups still take the key-led indexes with it present.
+PROFILE_SCAN_INDEXES = {"ix_customers_profile_id_id"}
+
 
 def test_every_lookup_index_leads_with_the_key(app: FastAPI) -> None:
     inspector = inspect(app.state.engine)
     for table in ("customers", "touches"):
         for index in inspector.get_indexes(table):
+            if index["name"] in PROFILE_SCAN_INDEXES:
+                continue
             keys = ("email", "phone_number", "email_sha256", "phone_sha256")
             assert index["column_names"][0] in keys, (table, index)
 

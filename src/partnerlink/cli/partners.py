@@ -53,6 +53,7 @@ def create(
 def list_(json_output: bool = JsonOption) -> None:
     """List registered partners."""
     with unit_of_work() as session:
+        partners = list_partners(session)
         rows = [
             {
                 "id": p.id,
@@ -61,21 +62,22 @@ def list_(json_output: bool = JsonOption) -> None:
                 "clientId": p.client_id,
                 "ereceipt": p.ereceipt,
                 "active": p.active,
-                "frameOrigins": list(p.frame_origins or []),
             }
-            for p in list_partners(session)
+            for p in partners
         ]
+        origins = [list(p.frame_origins or []) for p in partners]
     if json_output:
+        # Exactly the keys the operator contract lists; the origins are in the text form.
         print_json(rows)
     else:
-        _print_partners(rows)
+        _print_partners(rows, origins)
 
 
-def _print_partners(rows: list[dict[str, Any]]) -> None:
+def _print_partners(rows: list[dict[str, Any]], origins: list[list[str]]) -> None:
     """One block per partner, printed plainly: ids and origins stay whole, to be copied."""
     if not rows:
         typer.echo("No partners yet: partnerlink partners create --name N --pos-type SLUG")
-    for number, row in enumerate(rows):
+    for number, (row, frame_origins) in enumerate(zip(rows, origins, strict=True)):
         state = "active" if row["active"] else "inactive"
         receipts = "on" if row["ereceipt"] else "off"
         typer.echo(
@@ -83,7 +85,7 @@ def _print_partners(rows: list[dict[str, Any]]) -> None:
             f"e-receipts {receipts}, {state})"
         )
         typer.echo(f"  client_id      {row['clientId']}")
-        typer.echo(f"  frame origins  {', '.join(row['frameOrigins']) or '(none)'}")
+        typer.echo(f"  frame origins  {', '.join(frame_origins) or '(none)'}")
 
 
 @app.command("rotate-secret")
