@@ -41,6 +41,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "customers": "db deps merchant phones problems security settings stores tokens",
         "orders": (
             "customers db deps merchant middleware problems security settings stores tokens"
+            " validation"
         ),
         "receipts": "db deps orders problems security settings stores web",
         # What puts the domains together.

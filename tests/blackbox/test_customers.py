@@ -25,8 +25,17 @@ STATUS_FIELDS = {
 
 @pytest.fixture
 def conn(box: Box, cast: Cast) -> Connected:
-    """A fresh profile and store (US) per test: the customer base starts empty."""
-    return box.connect_by_consent(cast.plain, cast.merchant)
+    """A fresh profile and store per test, placed in the US by the partner's PUT (a store
+    made by consent in an empty profile has no country until then): the customer base
+    starts empty."""
+    connected = box.connect_by_consent(cast.plain, cast.merchant)
+    placed = box.http.put(
+        "/v1/stores",
+        json={"storeName": "Shop", "storeAddress": "1 Main St", "storeCountryCode": "US"},
+        headers=connected.auth,
+    )
+    assert placed.status_code == 200, placed.text
+    return connected
 
 
 def _upload_url(box: Box, conn: Connected) -> str:

@@ -70,6 +70,14 @@ def test_every_scrape_sees_the_requests_of_both_processes(two_processes: LiveSer
 def test_a_replaced_process_keeps_its_count_in_the_total(two_processes: LiveServer) -> None:
     for _ in range(REQUESTS):
         assert _fresh_connection_get(f"{two_processes.url}/readyz").status_code == 200
+    # A process counts a request just after its answer went out: wait until every one
+    # is counted before killing, so the kill cannot land between answer and count.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        counted = READYZ.search(_fresh_connection_get(f"{two_processes.url}/metrics").text)
+        if counted and float(counted.group(1)) == REQUESTS:
+            break
+        time.sleep(0.1)
     # Counters are totals since the run began: a server process that dies (and is
     # replaced) does not take its requests out of them.
     first, *_ = sorted(_pids_serving(two_processes))
