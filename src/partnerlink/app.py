@@ -35,6 +35,7 @@ from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders.fast_lane import OrdersFastLane
+from partnerlink.orders.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api
 from partnerlink.problems import (
@@ -103,6 +104,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # Orders reach the database through one pipeline, whichever way they come in
+    # (the route or the fast lane): orders/wiring.py.
+    app.state.orders_pipeline = build_order_pipeline(engine, settings)
 
     _include_routers(app)
     _install_error_handlers(app)

@@ -19,6 +19,11 @@ from partnerlink.problems import Unavailable
 from tests.conftest import ON_POSTGRES
 
 
+def each_alone(sql: Sql, jobs: list[Callable[[Sql], object]]) -> list[tuple[bool, object]]:
+    """A handler whose items are jobs, `job(sql)`, run one after another."""
+    return [(True, job(sql)) for job in jobs]
+
+
 @pytest.fixture
 def engine(tmp_path: Path) -> Engine:
     return make_engine(f"sqlite:///{tmp_path / 'pipeline.db'}")
@@ -53,7 +58,7 @@ def run_three_batches(engine: Engine) -> tuple[set[int], int]:
         connections.add(id(sql.connection))
 
     async def main() -> None:
-        pipeline = Pipeline(engine, slots=1)
+        pipeline = Pipeline(engine, slots=1, handler=each_alone)
         await asyncio.gather(*(pipeline.run(job) for _ in range(3 * BATCH)))
         await drained(pipeline)
 
@@ -69,7 +74,7 @@ def run_numbered_jobs(
     """Submits job(sql, 0..count-1) at once (so they share batches); results or errors."""
 
     async def main() -> list[object]:
-        pipeline = Pipeline(engine, slots=1)
+        pipeline = Pipeline(engine, slots=1, handler=each_alone)
         return await asyncio.gather(
             *(pipeline.run(lambda sql, n=n: job(sql, n)) for n in range(count)),
             return_exceptions=True,
@@ -110,7 +115,7 @@ def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
             running -= 1
 
     async def main() -> None:
-        pipeline = Pipeline(engine, slots=2)
+        pipeline = Pipeline(engine, slots=2, handler=each_alone)
         await asyncio.gather(*(pipeline.run(job) for _ in range(5 * BATCH)))
         await drained(pipeline)
         assert pipeline.drains == set() and not pipeline.queue
@@ -121,7 +126,7 @@ def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
 
 @pytest.mark.parametrize("slots", [0, 1])
 def test_a_pipeline_always_has_one_slot(engine: Engine, slots: int) -> None:
-    assert Pipeline(engine, slots=slots).slots == 1
+    assert Pipeline(engine, slots=slots, handler=each_alone).slots == 1
 
 
 def test_no_free_connection_refuses_the_batch_as_unavailable(tmp_path: Path) -> None:
@@ -137,7 +142,7 @@ def test_no_free_connection_refuses_the_batch_as_unavailable(tmp_path: Path) -> 
     try:
 
         async def main() -> list[object]:
-            pipeline = Pipeline(engine, slots=1)
+            pipeline = Pipeline(engine, slots=1, handler=each_alone)
             return await asyncio.gather(
                 *(pipeline.run(lambda _sql: "stored") for _ in range(3)), return_exceptions=True
             )
@@ -206,7 +211,7 @@ def test_a_connection_that_broke_is_dropped_and_the_next_batch_takes_another(
         return result
 
     async def main() -> tuple[list[object], object]:
-        pipeline = Pipeline(roomy_engine, slots=1)
+        pipeline = Pipeline(roomy_engine, slots=1, handler=each_alone)
         broken = asyncio.ensure_future(pipeline.run(breaks))
         while not in_flight.is_set():
             await asyncio.sleep(0.001)

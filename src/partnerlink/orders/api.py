@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
@@ -10,14 +9,13 @@ from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
 from partnerlink.orders.batch import OrderBatchIn, apply_batch
-from partnerlink.orders.pipeline import Pipeline, pipeline_for
-from partnerlink.orders.schemas import OrderAccepted, OrderIn
+from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderIn
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,
-    accept_orders,
     read_order,
 )
+from partnerlink.orders.wiring import order_pipeline
 from partnerlink.problems import (
     InvalidToken,
     NotFound,
@@ -36,9 +34,6 @@ from partnerlink.tokens.deps import (
 from partnerlink.tokens.service import authenticate_access_token
 
 router = APIRouter(tags=["Orders"])
-
-# The answer is always the same bytes: skip serializing it per request.
-ACCEPTED = b'{"statusCode":200}'
 
 
 async def presented_token(request: Request) -> str:
@@ -158,15 +153,6 @@ async def authenticated_token(request: Request) -> str:
 def _authenticate(app: FastAPI, token: str) -> None:
     with app.state.sessionmaker() as session:
         authenticate_access_token(session, token)
-
-
-def order_pipeline(app: FastAPI) -> Pipeline:
-    """The app's one order pipeline, made on first use."""
-    found: Pipeline | None = getattr(app.state, "orders_pipeline", None)
-    if found is None:
-        handler = partial(accept_orders, settings=app.state.settings)
-        found = app.state.orders_pipeline = pipeline_for(app.state.engine, handler)
-    return found
 
 
 @router.get(

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost
+from partnerlink.orders.wiring import OrderPipeline
 from partnerlink.problems import DomainError, InvalidToken, Unavailable
 from partnerlink.validation import validation_errors
 
@@ -40,7 +40,9 @@ def _refused(order_id: str | None, errors: list[dict[str, str]]) -> dict[str, An
     return {"orderId": order_id, "status": 400, "errors": errors}
 
 
-async def apply_batch(pipeline: Pipeline, *, token: str, orders: list[Any]) -> list[dict[str, Any]]:
+async def apply_batch(
+    pipeline: OrderPipeline, *, token: str, orders: list[Any]
+) -> list[dict[str, Any]]:
     """One result per element, in the request's order.
 
     A refused token (403) or a busy database (503, retryable: re-sending an orderId

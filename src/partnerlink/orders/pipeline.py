@@ -30,7 +30,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
@@ -49,19 +49,17 @@ BATCH = 64
 # the size, every round trip paid twice). Figures: bench/README.md ("Settings and their figures").
 MAX_DRAINS = 1
 
+Item = TypeVar("Item")
 Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
 # Does a batch's work inside its transaction: an outcome per item, in order. Raising
 # rolls the batch back; each item then runs again alone.
-Handler = Callable[[Sql, list[Any]], list[Outcome]]
+Handler = Callable[[Sql, list[Item]], list[Outcome]]
 
 
-def each_alone(sql: Sql, jobs: list[Callable[[Sql], Any]]) -> list[Outcome]:
-    """The default handler: items are jobs, `job(sql)`, run one after another."""
-    return [(True, job(sql)) for job in jobs]
+class Pipeline(Generic[Item]):
+    """Items of one kind (orders: `OrderPost`) carried to `handler` in batches."""
 
-
-class Pipeline:
-    def __init__(self, engine: Engine, slots: int, handler: Handler = each_alone) -> None:
+    def __init__(self, engine: Engine, slots: int, handler: Handler[Item]) -> None:
         self.engine = engine
         self.slots = max(1, slots)
         self.handler = handler
@@ -69,10 +67,10 @@ class Pipeline:
         # drains take: SQLite's single connection goes back after every batch, so that
         # requests and the worker, which share it, are never starved by a stream of orders.
         self.keep_connection = _pool_size(engine) > self.slots
-        self.queue: deque[tuple[Any, asyncio.Future[Any]]] = deque()
+        self.queue: deque[tuple[Item, asyncio.Future[Any]]] = deque()
         self.drains: set[asyncio.Task[None]] = set()  # referenced, so never collected mid-run
 
-    async def run(self, item: Any) -> Any:
+    async def run(self, item: Item) -> Any:
         """Hands `item` to a batch on a worker thread; answers its result (or raises its error)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.queue.append((item, future))
@@ -122,7 +120,7 @@ class Pipeline:
             held.release()
 
 
-def _run_all(held: HeldConnection, handler: Handler, items: list[Any]) -> list[Outcome]:
+def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) -> list[Outcome]:
     try:
         sql = held.sql()
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
@@ -147,13 +145,13 @@ def _run_all(held: HeldConnection, handler: Handler, items: list[Any]) -> list[O
         held.release_if_broken()  # the server went away: the next batch takes another
 
 
-def _together(sql: Sql, handler: Handler, items: list[Any]) -> list[Outcome]:
+def _together(sql: Sql, handler: Handler[Item], items: list[Item]) -> list[Outcome]:
     with transaction(sql):
         sql.wait_briefly_for_locks()
         return handler(sql, items)
 
 
-def _alone(sql: Sql, handler: Handler, item: Any) -> Outcome:
+def _alone(sql: Sql, handler: Handler[Item], item: Item) -> Outcome:
     """One item in its own transaction: its answer, or its error for its request."""
     try:
         with transaction(sql):
@@ -175,9 +173,10 @@ def _refused(count: int, error: Exception) -> list[Outcome]:
     return refusals
 
 
-def pipeline_for(engine: Engine, handler: Handler) -> Pipeline:
+def pipeline_for(engine: Engine, handler: Handler[Item]) -> Pipeline[Item]:
     """A pipeline with at most MAX_DRAINS batches at once, never more than the pool has
-    connections. Make one per engine and handler, and keep it (see orders/api.py)."""
+    connections. Make one per engine and handler, and keep it (create_app keeps the
+    orders' one: orders/wiring.py)."""
     return Pipeline(engine, min(_pool_size(engine), MAX_DRAINS), handler)
 
 
