@@ -24,7 +24,8 @@ from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
 from partnerlink.connect import platform_api
 from partnerlink.connect import web as connect_web
-from partnerlink.console import web as merchant_web
+from partnerlink.console import web as console_web
+from partnerlink.console.app import console_mount, create_console_app
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
@@ -166,11 +167,14 @@ def _include_routers(app: FastAPI) -> None:
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
-    app.include_router(merchant_web.router, include_in_schema=False)
-    app.include_router(audiences_web.router, include_in_schema=False)
-    app.include_router(measurement_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
     app.include_router(ops.router)
+    # The console's pages, with those of measurement and audiences, as one application of
+    # its own at /merchant, with its own HTML error pages (console/app.py).
+    console = create_console_app(
+        app.state, console_web.router, measurement_web.router, audiences_web.router
+    )
+    app.router.routes.append(console_mount(console))
 
 
 def _install_error_handlers(app: FastAPI) -> None:

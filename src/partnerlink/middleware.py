@@ -206,4 +206,9 @@ def route_template(scope: Scope) -> str:
     template = getattr(effective, "path_format", None) or getattr(
         scope.get("route"), "path_format", None
     )
-    return str(template or "unmatched")
+    if not template:
+        return "unmatched"
+    # A mounted application's routes (the console at /merchant) are declared without
+    # the mount's prefix; it is what the mount added to the root path.
+    mounted = str(scope.get("root_path", ""))[len(str(scope.get("app_root_path", ""))) :]
+    return f"{mounted}{template}".rstrip("/") or "/"

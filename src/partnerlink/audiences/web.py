@@ -50,7 +50,7 @@ def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, A
     return {"profile": profile, "segments": segments, "form": {}, "errors": {}}
 
 
-@router.get("/merchant/profiles/{profile_id}/audiences")
+@router.get("/profiles/{profile_id}/audiences")
 def audiences_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
 ) -> HTMLResponse:
@@ -59,7 +59,7 @@ def audiences_page(
     return console_page(request, user, PAGE, {**context, "notice": done})
 
 
-@router.get("/merchant/profiles/{profile_id}/audiences/{segment}/export")
+@router.get("/profiles/{profile_id}/audiences/{segment}/export")
 def export_file(
     request: Request,
     session: PageSessionDep,
@@ -90,7 +90,7 @@ def _refused(
     return console_page(request, user, PAGE, context, status_code=400)
 
 
-@router.post("/merchant/profiles/{profile_id}/audiences/opt-out")
+@router.post("/profiles/{profile_id}/audiences/opt-out")
 def opt_out_form(
     request: Request,
     session: PageSessionDep,
@@ -109,7 +109,7 @@ def opt_out_form(
     return RedirectResponse(f"{_path(profile.id)}?done={done}", status_code=303)
 
 
-@router.post("/merchant/profiles/{profile_id}/audiences/erase/confirm")
+@router.post("/profiles/{profile_id}/audiences/erase/confirm")
 def confirm_erasure(
     request: Request,
     session: PageSessionDep,
@@ -128,7 +128,7 @@ def confirm_erasure(
     return console_page(request, user, "audiences/confirm_erase.html", context)
 
 
-@router.post("/merchant/profiles/{profile_id}/audiences/erase")
+@router.post("/profiles/{profile_id}/audiences/erase")
 def erase_form(
     request: Request,
     session: PageSessionDep,

@@ -79,17 +79,27 @@ class ConsoleError(PageException):
 
 _REFUSALS = {
     404: ("Not found", "There is nothing here, or it belongs to another account."),
+    405: ("Not found", "There is nothing here to send a form to."),
     409: ("Already done", "That change was already made."),
     410: ("No longer available", "This has expired."),
 }
 
 
+def refusal_page(
+    request: Request, status_code: int, headers: dict[str, str] | None = None
+) -> Response:
+    """The page for a refusal no page foresaw: odd input, an unknown path or method."""
+    title, message = _REFUSALS.get(
+        status_code, ("That did not work", "Check what you entered and try again.")
+    )
+    response = ConsoleError(status_code, title, message).response(request)
+    response.headers.update(headers or {})
+    return response
+
+
 class ConsoleRoute(PageRoute):
     def refusal_page(self, request: Request, status_code: int) -> Response:
-        title, message = _REFUSALS.get(
-            status_code, ("That did not work", "Check what you entered and try again.")
-        )
-        return ConsoleError(status_code, title, message).response(request)
+        return refusal_page(request, status_code)
 
 
 def signed_in_merchant(

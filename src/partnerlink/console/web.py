@@ -60,7 +60,7 @@ def _field_errors(error: DomainError) -> dict[str, str]:
     return {e["field"]: e["message"] for e in error.errors or []} or {"name": error.detail}
 
 
-@router.get("/merchant/signin")
+@router.get("/signin")
 def sign_in_page(request: Request, session: PageSessionDep, settings: SettingsDep) -> Response:
     token = session_cookie(request, settings)
     if token and merchant_for_session_token(session, token) is not None:
@@ -69,7 +69,7 @@ def sign_in_page(request: Request, session: PageSessionDep, settings: SettingsDe
     return render(request, "merchant/signin.html", {"notice": notice})
 
 
-@router.post("/merchant/signin")
+@router.post("/signin")
 def sign_in(
     request: Request,
     session: PageSessionDep,
@@ -106,7 +106,7 @@ def sign_in(
     return response
 
 
-@router.post("/merchant/signout")
+@router.post("/signout")
 def sign_out(session: PageSessionDep, settings: SettingsDep, user: ConsoleForm) -> Response:
     end_session(session, user.session_token)
     response = _see_other("/merchant/signin?notice=signed-out")
@@ -121,14 +121,13 @@ def _home_context(session: Session, merchant_id: str) -> dict[str, Any]:
     }
 
 
-@router.get("/merchant")
-@router.get("/merchant/")
+@router.get("/")
 def home(request: Request, session: PageSessionDep, user: ConsoleUser) -> HTMLResponse:
     context = _home_context(session, user.merchant.id)
     return console_page(request, user, "merchant/home.html", context)
 
 
-@router.post("/merchant/profiles")
+@router.post("/profiles")
 def create_profile(
     request: Request, session: PageSessionDep, user: ConsoleForm, name: str = Form("")
 ) -> Response:
@@ -148,7 +147,7 @@ def _name_problem(error: DomainError) -> str:
     return "Use at most 200 letters, digits or punctuation."
 
 
-@router.get("/merchant/profiles/{profile_id}")
+@router.get("/profiles/{profile_id}")
 def profile_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
 ) -> HTMLResponse:
@@ -156,7 +155,7 @@ def profile_page(
     return console_page(request, user, "merchant/profile.html", context)
 
 
-@router.post("/merchant/profiles/{profile_id}/stores")
+@router.post("/profiles/{profile_id}/stores")
 def add_manual_store(
     request: Request,
     session: PageSessionDep,
@@ -195,7 +194,7 @@ def add_manual_store(
     return _see_other(f"/merchant/stores/{store.id}?notice=store-added")
 
 
-@router.get("/merchant/stores/{store_id}")
+@router.get("/stores/{store_id}")
 def store_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, store_id: str
 ) -> HTMLResponse:
@@ -203,7 +202,7 @@ def store_page(
     return console_page(request, user, "merchant/store.html", context)
 
 
-@router.post("/merchant/stores/{store_id}/green-invoices")
+@router.post("/stores/{store_id}/green-invoices")
 def set_green_invoices(
     session: PageSessionDep, user: ConsoleForm, store_id: str, enabled: str = Form("")
 ) -> Response:
@@ -213,7 +212,7 @@ def set_green_invoices(
     return _see_other(f"/merchant/stores/{store_id}?notice={notice}")
 
 
-@router.post("/merchant/stores/{store_id}/pairing-codes")
+@router.post("/stores/{store_id}/pairing-codes")
 def reserve_pairing_code(
     request: Request,
     session: PageSessionDep,
@@ -252,7 +251,7 @@ def _hours(seconds: int) -> str:
     return f"{hours:g} hours" if hours != 1 else "1 hour"
 
 
-@router.post("/merchant/connections/{connection_id}/revoke")
+@router.post("/connections/{connection_id}/revoke")
 def revoke_connection(
     session: PageSessionDep, user: ConsoleForm, connection_id: str, store_id: str = Form("")
 ) -> Response:

@@ -25,7 +25,7 @@ from partnerlink.web.routing import PageSessionDep
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
 
 
-@router.get("/merchant/profiles/{profile_id}/results")
+@router.get("/profiles/{profile_id}/results")
 def results_page(
     request: Request,
     session: PageSessionDep,
@@ -56,7 +56,7 @@ def _lifts(session: Session, profile_id: str) -> dict[str, dict[str, Any]]:
     }
 
 
-@router.get("/merchant/profiles/{profile_id}/results.csv")
+@router.get("/profiles/{profile_id}/results.csv")
 def results_csv(
     session: PageSessionDep,
     user: ConsoleUser,
