@@ -85,3 +85,10 @@ def test_the_console_answers_its_unknown_paths_with_pages_and_the_merchant_api_w
     wrong_method = client.delete("/merchant/api/profiles")
     assert wrong_method.status_code == 405
     assert wrong_method.headers["content-type"].startswith("application/problem+json")
+
+
+def test_metrics_name_console_routes_with_their_mount_prefix(client: TestClient) -> None:
+    client.get("/merchant/signin")
+    scraped = client.get("/metrics").text
+    assert 'route="/merchant/signin"' in scraped
+    assert 'route="/signin"' not in scraped
