@@ -34,9 +34,9 @@ import httpx
 from sqlalchemy import create_engine, func, insert, select
 
 from benchdb import fresh_database  # bench/benchdb.py
-from partnerlink.customers.bulk import insert_customers
 from partnerlink.customers.ingest import BATCH_SIZE
 from partnerlink.customers.models import Customer
+from partnerlink.customers.queries import insert_customers
 from partnerlink.customers.reader import normalize_record
 from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker

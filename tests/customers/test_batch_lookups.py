@@ -7,12 +7,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import service
+from partnerlink.customers import queries, service
 from partnerlink.customers.service import normalize_fields
 from partnerlink.db.raw import Sql, Statement
 from tests.factories import create_merchant_account, create_profile
 
-LOOK_UPS = {service._BY_EMAIL, service._BY_PHONE, service._PHONE_ONLY}
+LOOK_UPS = set(queries.LOOK_UPS.values())
 
 
 class RecordingSql(Sql):
@@ -85,7 +85,7 @@ def test_unrelated_newcomers_are_created_together_and_shared_keys_one_after_anot
     assert e_first is not None and e_again is not None and e_first.id == e_again.id
     assert len({c.id, d.id, phone.id, e_first.id}) == 4
     # The three unrelated newcomers went in one statement batch; only "e" was made alone.
-    assert sql.alone.count(service._INSERT) == 1
+    assert sql.alone.count(queries.INSERT_ONE) == 1
     assert [s for s in sql.alone if s in LOOK_UPS] == []
 
 

@@ -14,7 +14,8 @@ from fastapi import FastAPI
 from sqlalchemy import inspect, text
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.service import _BY_EMAIL, _BY_PHONE, _PHONE_ONLY
+from partnerlink.customers.matching import LookUp
+from partnerlink.customers.queries import LOOK_UPS
 from partnerlink.db.raw import Statement
 from tests.factories import ConnectedStoreFixture
 
@@ -77,9 +78,13 @@ def test_each_lookup_is_an_index_search_on_its_key(
             for n in range(2000)
         ],
     )
-    by_email = _plan(session, _BY_EMAIL, {"profile_id": profile_id, "email": "guest7@example.com"})
+    by_email = _plan(
+        session,
+        LOOK_UPS[LookUp.BY_EMAIL],
+        {"profile_id": profile_id, "email": "guest7@example.com"},
+    )
     assert "email" in by_email and "phone" not in by_email, by_email
-    for statement in (_BY_PHONE, _PHONE_ONLY):
+    for statement in (LOOK_UPS[LookUp.BY_PHONE], LOOK_UPS[LookUp.PHONE_ONLY]):
         plan = _plan(session, statement, {"profile_id": profile_id, "phone_number": "+14152000005"})
         assert "phone" in plan, plan
         assert "Seq Scan" not in plan and "SCAN customers" not in plan, plan

@@ -26,9 +26,9 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.customers import bulk, queries
-from partnerlink.customers.bulk import ConcurrentInsert
+from partnerlink.customers import queries
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.service import CustomerFields, upsert_customer
@@ -226,13 +226,13 @@ def apply_records(
     plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
     now = utcnow()
     # Updates first: a phone-only customer taking an email must not collide with new rows.
-    bulk.update_customers(
+    queries.update_customers(
         session,
         rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
         now=now,
     )
     if not careful:
-        bulk.insert_customers(
+        queries.insert_customers(
             session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
         )
         return plan.created, plan.updated, plan.unchanged
@@ -259,7 +259,9 @@ def _match_candidates(
     emails = {email for record in records if (email := record[EMAIL]) is not None}
     stored = {
         row[0]: row
-        for row in bulk.load_customers(session, profile_id=profile_id, column="email", keys=emails)
+        for row in queries.load_customers(
+            session, profile_id=profile_id, column="email", keys=emails
+        )
     }
     known = {row[1] for row in stored.values()}
     phones = {
@@ -267,7 +269,7 @@ def _match_candidates(
         for record in records
         if (phone := record[PHONE]) is not None and record[EMAIL] not in known
     }
-    by_phone = bulk.load_customers(
+    by_phone = queries.load_customers(
         session, profile_id=profile_id, column="phone_number", keys=phones
     )
     for row in by_phone:

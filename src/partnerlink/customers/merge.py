@@ -1,4 +1,5 @@
-"""The matching rule of CONTRACT.md §6 applied to a whole batch of records, in memory.
+"""The matching rule of CONTRACT.md §6 (matching.py) applied to a whole batch of records,
+in memory.
 
 Ingestion loads, in one or two queries, every stored customer a batch could
 match (by its emails and phones), then plans the batch here without touching
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from partnerlink.customers.matching import LookUp, find_match
 
 # Positions in a normalized record and in Entity.values (same order as MERGED_COLUMNS).
 EMAIL, PHONE = 0, 1
@@ -66,17 +69,17 @@ class _Workspace:
             self._index(Entity(id=row[0], seq=row[0], values=values, initial=tuple(values)))
 
     def match(self, record: NormalizedRecord) -> Entity | None:
-        email, phone = record[EMAIL], record[PHONE]
-        if email is not None:
-            found = self.by_email.get(email)
-            if found is None and phone is not None:
-                found = self.phone_only.get(phone)  # it takes the email
-            return found
-        found = self.phone_only.get(phone)  # type: ignore[arg-type]
-        if found is None:
-            candidates = self.with_email_by_phone.get(phone)  # type: ignore[arg-type]
+        return find_match(self.find, record[EMAIL], record[PHONE])
+
+    def find(self, look_up: LookUp, value: str) -> Entity | None:
+        """One of the rule's look-ups (matching.py), answered from the batch's indexes."""
+        if look_up is LookUp.BY_EMAIL:
+            return self.by_email.get(value)
+        found = self.phone_only.get(value)
+        if found is None and look_up is LookUp.BY_PHONE:
+            candidates = self.with_email_by_phone.get(value)
             if candidates:
-                found = min(candidates, key=lambda entity: entity.seq)
+                found = min(candidates, key=lambda entity: entity.seq)  # the oldest
         return found
 
     def create(self, record: NormalizedRecord) -> Entity:

@@ -1,9 +1,8 @@
 """Customer matching and merging for single records (orders) and the customer listing.
 
-The matching rule of CONTRACT.md §6, in one place: with an email, match by
-email; else take over the phone-only customer with the same phone; else create.
-Without an email, match by phone. Non-empty incoming fields overwrite stored
-ones. Bulk ingestion (`ingest.py`) applies the same rule batch-wise.
+CONTRACT.md §6's matching rule (matching.py) with SQL look-ups (queries.py);
+bulk ingestion (`ingest.py`, `merge.py`) applies the same rule batch-wise, in
+memory.
 """
 
 from __future__ import annotations
@@ -11,10 +10,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
+from partnerlink.customers.matching import (
+    KEY_COLUMNS,
+    MERGED_COLUMNS,
+    LookUp,
+    find_match,
+    rule_steps,
+)
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import (
     normalize_country_code,
@@ -22,8 +29,14 @@ from partnerlink.customers.normalize import (
     normalize_phone,
     normalize_text,
 )
+from partnerlink.customers.queries import (
+    INSERT_ONE,
+    LOOK_UPS,
+    MERGE_ONE,
+    TAKE_OVER_PHONE_ONLY,
+)
 from partnerlink.db.base import utcnow
-from partnerlink.db.raw import Sql, Statement, as_sql
+from partnerlink.db.raw import Sql, as_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +66,6 @@ class CustomerFields:
 
 
 Outcome = Literal["created", "updated", "unchanged"]
-MERGED_COLUMNS = ("email", "phone_number", "first_name", "last_name", "city", "country_code")
 
 
 def normalize_fields(
@@ -159,7 +171,7 @@ def _create_newcomers(
     ]
     now = sql.time(utcnow())
     rows = sql.first_rows(
-        _INSERT,
+        INSERT_ONE,
         [{**_values(records[i][1]), "profile_id": records[i][0], "now": now} for i in newcomers],
     )
     created: dict[int, CustomerRecord] = {}
@@ -185,39 +197,6 @@ class CustomerRecord:
     country_code: str | None
 
 
-# Orders resolve a customer on every POST: these run on the driver's connection (db/raw.py).
-_RECORD = "id, email, phone_number, first_name, last_name, city, country_code"
-_BY_EMAIL = Statement(
-    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id AND email = :email"
-)
-_PHONE_ONLY = Statement(
-    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id"
-    " AND phone_number = :phone_number AND email IS NULL"
-)
-_BY_PHONE = Statement(
-    f"SELECT {_RECORD} FROM customers WHERE profile_id = :profile_id"
-    " AND phone_number = :phone_number"
-    " ORDER BY CASE WHEN email IS NULL THEN 0 ELSE 1 END, id LIMIT 1"
-)
-_INSERT = Statement(
-    "INSERT INTO customers"
-    " (profile_id, email, phone_number, first_name, last_name, city, country_code,"
-    " created_at, updated_at) VALUES (:profile_id, :email, :phone_number, :first_name,"
-    " :last_name, :city, :country_code, :now, :now)"
-    f" ON CONFLICT DO NOTHING RETURNING {_RECORD}"
-)
-# Non-empty incoming fields overwrite stored ones: NULL (not given) keeps the column.
-_MERGE_SET = ", ".join(f"{column} = COALESCE(:{column}, {column})" for column in MERGED_COLUMNS)
-_MERGE = Statement(
-    f"UPDATE customers SET {_MERGE_SET}, updated_at = :now WHERE id = :id RETURNING {_RECORD}"
-)
-# Taking over a phone-only customer: only while it still has no email.
-_TAKE_OVER = Statement(
-    f"UPDATE customers SET {_MERGE_SET}, updated_at = :now"
-    f" WHERE id = :id AND email IS NULL RETURNING {_RECORD}"
-)
-
-
 def upsert_customer(
     sql: Sql,
     *,
@@ -235,7 +214,9 @@ def upsert_customer(
     """
     looked_up = looked_up or _LookedUp(sql)
     for _attempt in range(5):
-        existing = _find_match(looked_up, profile_id=profile_id, fields=fields)
+        existing = find_match(
+            partial(looked_up.find, profile_id=profile_id), fields.email, fields.phone_number
+        )
         if existing is not None:
             changes = fields.changes_for(existing)
             if not changes:
@@ -243,7 +224,7 @@ def upsert_customer(
             looked_up.forget(profile_id, existing, fields)
             merged = _merge(sql, existing, fields)
             if merged is not None:
-                if rekeyed is not None and _KEYS.intersection(changes):
+                if rekeyed is not None and KEY_COLUMNS.intersection(changes):
                     rekeyed.add(merged.id)
                 return looked_up.wrote(profile_id, merged), "updated"
             continue
@@ -254,7 +235,6 @@ def upsert_customer(
     raise RuntimeError("customer matching did not settle after concurrent changes")
 
 
-_KEYS = frozenset({"email", "phone_number"})  # what touches match a customer by
 _UNREAD = object()  # a look-up not read ahead (None is an answer: nobody)
 
 
@@ -271,24 +251,24 @@ class _LookedUp:
 
     def __init__(self, sql: Sql) -> None:
         self.sql = sql
-        self.answers: dict[tuple[Statement, str, str], CustomerRecord | None] = {}
+        self.answers: dict[tuple[LookUp, str, str], CustomerRecord | None] = {}
 
     def read_ahead(self, records: Sequence[tuple[str, CustomerFields]]) -> None:
-        """Reads the look-ups the records will ask, step by step (`_rule_lookups`), one
-        statement a kind per step: each record's first, then, where that found no one, its
-        next (a new customer's phone-only look-up), so none costs a round trip of its own."""
-        pending = [asked for asked in (_rule_lookups(*record) for record in records) if asked]
+        """Reads the look-ups the records will ask, step by step (`_steps`), one statement
+        a kind per step: each record's first, then, where that found no one, its next (a
+        new customer's phone-only look-up), so none costs a round trip of its own."""
+        pending = [asked for asked in (_steps(*record) for record in records) if asked]
         while pending:
-            wanted: dict[Statement, dict[tuple[str, str], None]] = {}
-            for statement, profile_id, value in (asked[0] for asked in pending):
-                wanted.setdefault(statement, {})[(profile_id, value)] = None
-            for statement, keys in wanted.items():
+            wanted: dict[LookUp, dict[tuple[str, str], None]] = {}
+            for look_up, profile_id, value in (asked[0] for asked in pending):
+                wanted.setdefault(look_up, {})[(profile_id, value)] = None
+            for look_up, keys in wanted.items():
                 rows = self.sql.first_rows(
-                    statement,
-                    [_lookup_params(statement, profile_id, value) for profile_id, value in keys],
+                    LOOK_UPS[look_up],
+                    [_lookup_params(look_up, profile_id, value) for profile_id, value in keys],
                 )
                 for (profile_id, value), row in zip(keys, rows, strict=True):
-                    self.answers[(statement, profile_id, value)] = _record(row)
+                    self.answers[(look_up, profile_id, value)] = _record(row)
             pending = [
                 asked[1:] for asked in pending if asked[1:] and self.answers[asked[0]] is None
             ]
@@ -296,35 +276,35 @@ class _LookedUp:
     def matches_nobody(self, profile_id: str, fields: CustomerFields) -> bool:
         """Whether the answers read ahead say the matching rule will create this record's
         customer (every look-up it would ask was read, and found no one)."""
-        asked = _rule_lookups(profile_id, fields)
+        asked = _steps(profile_id, fields)
         return bool(asked) and all(self.answers.get(key, _UNREAD) is None for key in asked)
 
-    def find(self, statement: Statement, profile_id: str, value: str) -> CustomerRecord | None:
-        key = (statement, profile_id, value)
+    def find(self, look_up: LookUp, value: str, *, profile_id: str) -> CustomerRecord | None:
+        key = (look_up, profile_id, value)
         if key in self.answers:
             return self.answers[key]
         found = self.answers[key] = _record(
-            self.sql.row(statement, _lookup_params(statement, profile_id, value))
+            self.sql.row(LOOK_UPS[look_up], _lookup_params(look_up, profile_id, value))
         )
         return found
 
     def wrote(self, profile_id: str, record: CustomerRecord) -> CustomerRecord:
         """The row as this transaction just wrote it is the answer for its (unique) email."""
         if record.email is not None:
-            self.answers[(_BY_EMAIL, profile_id, record.email)] = record
+            self.answers[(LookUp.BY_EMAIL, profile_id, record.email)] = record
         return record
 
     def forget(self, profile_id: str, *rows: CustomerFields | CustomerRecord) -> None:
         for row in rows:
             if row.email is not None:
-                self.answers.pop((_BY_EMAIL, profile_id, row.email), None)
+                self.answers.pop((LookUp.BY_EMAIL, profile_id, row.email), None)
             if row.phone_number is not None:
-                self.answers.pop((_BY_PHONE, profile_id, row.phone_number), None)
-                self.answers.pop((_PHONE_ONLY, profile_id, row.phone_number), None)
+                self.answers.pop((LookUp.BY_PHONE, profile_id, row.phone_number), None)
+                self.answers.pop((LookUp.PHONE_ONLY, profile_id, row.phone_number), None)
 
 
-def _lookup_params(statement: Statement, profile_id: str, value: str) -> dict[str, str]:
-    key = "email" if statement is _BY_EMAIL else "phone_number"
+def _lookup_params(look_up: LookUp, profile_id: str, value: str) -> dict[str, str]:
+    key = "email" if look_up is LookUp.BY_EMAIL else "phone_number"
     return {"profile_id": profile_id, key: value}
 
 
@@ -332,38 +312,22 @@ def _record(row: Any) -> CustomerRecord | None:
     return None if row is None else CustomerRecord(*row)
 
 
-def _rule_lookups(profile_id: str, fields: CustomerFields) -> list[tuple[Statement, str, str]]:
-    """The matching rule's look-ups for a record, in the order it asks them, each asked
-    only when those before it found no one: by email, then the phone-only customer with
-    its phone; without an email, by phone."""
-    if fields.email is None:
-        if fields.phone_number is None:
-            return []
-        return [(_BY_PHONE, profile_id, fields.phone_number)]
-    asked = [(_BY_EMAIL, profile_id, fields.email)]
-    if fields.phone_number is not None:
-        asked.append((_PHONE_ONLY, profile_id, fields.phone_number))
-    return asked
-
-
-def _find_match(
-    looked_up: _LookedUp, *, profile_id: str, fields: CustomerFields
-) -> CustomerRecord | None:
-    for key in _rule_lookups(profile_id, fields):
-        found = looked_up.find(*key)
-        if found is not None:
-            return found
-    return None
+def _steps(profile_id: str, fields: CustomerFields) -> list[tuple[LookUp, str, str]]:
+    """The rule's look-ups for a record (matching.rule_steps), for this profile."""
+    return [
+        (look_up, profile_id, value)
+        for look_up, value in rule_steps(fields.email, fields.phone_number)
+    ]
 
 
 def _merge(sql: Sql, customer: CustomerRecord, fields: CustomerFields) -> CustomerRecord | None:
     params = {**_values(fields), "id": customer.id, "now": sql.time(utcnow())}
     if fields.email is None or customer.email == fields.email:
-        return _record(sql.row(_MERGE, params))
+        return _record(sql.row(MERGE_ONE, params))
     # Taking the email: only if nobody took this email meanwhile (unique key), else match again.
     try:
         with sql.savepoint("take_email"):
-            taken = sql.row(_TAKE_OVER, params)
+            taken = sql.row(TAKE_OVER_PHONE_ONLY, params)
     except sql.errors.IntegrityError:
         return None
     return _record(taken)
@@ -371,7 +335,7 @@ def _merge(sql: Sql, customer: CustomerRecord, fields: CustomerFields) -> Custom
 
 def _insert_new(sql: Sql, *, profile_id: str, fields: CustomerFields) -> CustomerRecord | None:
     params = {**_values(fields), "profile_id": profile_id, "now": sql.time(utcnow())}
-    return _record(sql.row(_INSERT, params))
+    return _record(sql.row(INSERT_ONE, params))
 
 
 def _values(fields: CustomerFields) -> dict[str, str | None]:
