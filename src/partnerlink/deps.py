@@ -10,6 +10,7 @@ from weakref import WeakKeyDictionary
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
+from partnerlink.db.engine import committed_session
 from partnerlink.settings import Settings
 
 _gates: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
@@ -58,15 +59,8 @@ def get_session(
     client never sees 200 for something that was then rolled back. A raised
     error rolls everything back: a refused request stores nothing.
     """
-    session: Session = request.app.state.sessionmaker()
-    try:
+    with committed_session(request.app.state.sessionmaker) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 def get_settings(request: Request) -> Settings:

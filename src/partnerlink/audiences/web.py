@@ -1,15 +1,17 @@
 """Console pages of audiences: segment sizes with their exports, opt-out and erasure.
 
-Same conventions as the rest of the console (web/console.py): the session cookie's
+Same conventions as the rest of the console (console/): the session cookie's
 merchant, a CSRF token on every form, a redirect after every change; an erasure
 asks for confirmation first.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
@@ -21,7 +23,13 @@ from partnerlink.audiences.service import (
     opt_out,
     plan_export,
 )
-from partnerlink.console.deps import ConsoleForm, ConsoleRoute, ConsoleUser, console_page
+from partnerlink.console.deps import (
+    ConsoleForm,
+    ConsoleRoute,
+    ConsoleUser,
+    SignedIn,
+    console_page,
+)
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import ValidationFailed
 from partnerlink.web.routing import PageSessionDep
@@ -76,7 +84,7 @@ def export_file(
 def _refused(
     request: Request,
     session: Session,
-    user: Any,
+    user: SignedIn,
     profile_id: str,
     error: ValidationFailed,
     form: dict[str, str],
@@ -90,58 +98,69 @@ def _refused(
     return console_page(request, user, PAGE, context, status_code=400)
 
 
-@router.post("/profiles/{profile_id}/audiences/opt-out")
-def opt_out_form(
+@dataclass(frozen=True)
+class PersonForm:
+    """Whom an opt-out or an erasure is for, as the merchant typed it."""
+
+    email: str
+    phone: str
+
+    def echoed(self, action: str) -> dict[str, str]:
+        return {"action": action, "email": self.email, "phone": self.phone}
+
+
+def person_form(email: str = Form(""), phone: str = Form("")) -> PersonForm:
+    return PersonForm(email, phone)
+
+
+Person = Annotated[PersonForm, Depends(person_form)]
+# What each form carries out, and the notice for "someone matched".
+CHOICES: dict[str, tuple[Callable[..., int], str]] = {
+    "opt-out": (opt_out, "opted-out"),
+    "erase": (erase, "erased"),
+}
+
+
+def _carry_out(
     request: Request,
-    session: PageSessionDep,
-    user: ConsoleForm,
+    session: Session,
+    user: SignedIn,
     profile_id: str,
-    email: str = Form(""),
-    phone: str = Form(""),
+    person: PersonForm,
+    action: str,
 ) -> Response:
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    choice, matched = CHOICES[action]
     try:
-        count = opt_out(session, profile_id=profile.id, email=email, phone=phone)
+        count = choice(session, profile_id=profile.id, email=person.email, phone=person.phone)
     except ValidationFailed as error:
-        form = {"action": "opt-out", "email": email, "phone": phone}
-        return _refused(request, session, user, profile_id, error, form)
-    done = "opted-out" if count else "nobody"
+        return _refused(request, session, user, profile_id, error, person.echoed(action))
+    done = matched if count else "nobody"
     return RedirectResponse(f"{_path(profile.id)}?done={done}", status_code=303)
+
+
+@router.post("/profiles/{profile_id}/audiences/opt-out")
+def opt_out_form(
+    request: Request, session: PageSessionDep, user: ConsoleForm, profile_id: str, person: Person
+) -> Response:
+    return _carry_out(request, session, user, profile_id, person, "opt-out")
 
 
 @router.post("/profiles/{profile_id}/audiences/erase/confirm")
 def confirm_erasure(
-    request: Request,
-    session: PageSessionDep,
-    user: ConsoleForm,
-    profile_id: str,
-    email: str = Form(""),
-    phone: str = Form(""),
+    request: Request, session: PageSessionDep, user: ConsoleForm, profile_id: str, person: Person
 ) -> HTMLResponse:
     """The confirmation step: nothing is changed until the merchant confirms."""
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    if not email.strip() and not phone.strip():
+    if not person.email.strip() and not person.phone.strip():
         error = ValidationFailed(code="missing_field")
-        form = {"action": "erase", "email": email, "phone": phone}
-        return _refused(request, session, user, profile_id, error, form)
-    context = {"profile": profile, "email": email.strip(), "phone": phone.strip()}
+        return _refused(request, session, user, profile_id, error, person.echoed("erase"))
+    context = {"profile": profile, "email": person.email.strip(), "phone": person.phone.strip()}
     return console_page(request, user, "audiences/confirm_erase.html", context)
 
 
 @router.post("/profiles/{profile_id}/audiences/erase")
 def erase_form(
-    request: Request,
-    session: PageSessionDep,
-    user: ConsoleForm,
-    profile_id: str,
-    email: str = Form(""),
-    phone: str = Form(""),
+    request: Request, session: PageSessionDep, user: ConsoleForm, profile_id: str, person: Person
 ) -> Response:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    try:
-        count = erase(session, profile_id=profile.id, email=email, phone=phone)
-    except ValidationFailed as error:
-        form = {"action": "erase", "email": email, "phone": phone}
-        return _refused(request, session, user, profile_id, error, form)
-    done = "erased" if count else "nobody"
-    return RedirectResponse(f"{_path(profile.id)}?done={done}", status_code=303)
+    return _carry_out(request, session, user, profile_id, person, "erase")

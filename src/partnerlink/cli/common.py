@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from typer._click import Context  # typer's own click: the one its commands run on
 from typer.core import TyperGroup
 
-from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
 from partnerlink.db.migrate import Migration, upgrade
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
@@ -161,15 +161,10 @@ def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
     settings = settings or load_settings()
     migrate(settings)
     engine = make_engine(settings.database_url)
-    session = make_sessionmaker(engine)()
     try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
+        with committed_session(make_sessionmaker(engine)) as session:
+            yield session
     finally:
-        session.close()
         engine.dispose()
 
 

@@ -90,32 +90,16 @@ def normalize_fields(
 
 
 def resolve_customer(
-    db: Session | Sql,
-    *,
-    profile_id: str,
-    default_region: str | None,
-    email: object,
-    phone_number: object,
-    first_name: object = None,
-    last_name: object = None,
-    city: object = None,
-    country_code: object = None,
+    db: Session | Sql, *, profile_id: str, default_region: str | None, **record: object
 ) -> CustomerRecord | None:
-    """Finds or creates the profile's customer for one record; None when anonymous.
+    """Finds or creates the profile's customer for one record (`normalize_fields`'s
+    fields); None when anonymous.
 
     Safe when two requests create the same customer at once: creation is an
     INSERT ... ON CONFLICT DO NOTHING on a unique key (email, or phone among
     customers without email), followed by a re-read of the winner.
     """
-    fields = normalize_fields(
-        default_region=default_region,
-        email=email,
-        phone_number=phone_number,
-        first_name=first_name,
-        last_name=last_name,
-        city=city,
-        country_code=country_code,
-    )
+    fields = normalize_fields(default_region=default_region, **record)
     return resolve_customers(as_sql(db), [(profile_id, fields)])[0]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +58,18 @@ def _configure_sqlite(engine: Engine) -> None:
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=True)
+
+
+@contextmanager
+def committed_session(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """One unit of work: committed when the block ends normally, rolled back on any error
+    (a refused request or command stores nothing)."""
+    session = sessions()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

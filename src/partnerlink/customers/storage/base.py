@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import BinaryIO, Protocol
 
 
@@ -29,3 +29,22 @@ class UploadStorage(Protocol):
     def sweep_partial(self, older_than_seconds: float) -> int:
         """Removes partial files left by a killed upload; returns how many."""
         ...
+
+
+async def blocks_of(
+    chunks: AsyncIterator[bytes], *, block_bytes: int, max_bytes: int
+) -> AsyncGenerator[bytes, None]:
+    """The body's chunks (as the socket hands them) regathered into blocks of exactly
+    `block_bytes`, then one last, shorter block (maybe empty), so a storage writes a block
+    at a time and holds at most one in memory. Past `max_bytes`: UploadTooLarge."""
+    size = 0
+    buffer = bytearray()
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise UploadTooLarge
+        buffer += chunk
+        while len(buffer) >= block_bytes:
+            yield bytes(buffer[:block_bytes])
+            del buffer[:block_bytes]
+    yield bytes(buffer)

@@ -7,12 +7,13 @@ import secrets
 import stat
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import BinaryIO
 
 from anyio import CancelScope, to_thread
 
-from partnerlink.customers.storage.base import UploadTooLarge
+from partnerlink.customers.storage.base import blocks_of
 
 # Chunks from the socket are gathered to this size before one write (and one thread hop).
 WRITE_BUFFER_BYTES = 1 << 20
@@ -42,16 +43,12 @@ class LocalUploadStorage:
         handle = await to_thread.run_sync(lambda: open(temp, "xb"))  # noqa: SIM115
         size = 0
         try:
-            buffer = bytearray()
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > max_bytes:
-                    raise UploadTooLarge
-                buffer += chunk
-                if len(buffer) >= WRITE_BUFFER_BYTES:
-                    data, buffer = bytes(buffer), bytearray()
-                    await to_thread.run_sync(handle.write, data)
-            await to_thread.run_sync(_finish, handle, bytes(buffer), temp, final)
+            body = blocks_of(chunks, block_bytes=WRITE_BUFFER_BYTES, max_bytes=max_bytes)
+            async with aclosing(body):
+                async for block in body:
+                    size += len(block)
+                    await to_thread.run_sync(handle.write, block)
+            await to_thread.run_sync(_finish, handle, b"", temp, final)
         except BaseException:
             # Shielded: a cancelled request (client gone) must still clean up.
             with CancelScope(shield=True):

@@ -13,6 +13,7 @@ import io
 import threading
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -22,7 +23,7 @@ from anyio import CancelScope, to_thread
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from partnerlink.customers.storage.base import UploadTooLarge
+from partnerlink.customers.storage.base import blocks_of
 
 # S3 parts are at least 5 MiB (but the last); this is the most a PUT holds in memory.
 PART_BYTES = 8 * 1024 * 1024
@@ -88,25 +89,24 @@ class S3UploadStorage:
         parts: list[dict[str, Any]] = []
         size = 0
         try:
-            buffer = bytearray()
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > max_bytes:
-                    raise UploadTooLarge
-                buffer += chunk
-                while len(buffer) >= PART_BYTES:
-                    if upload_id is None:
-                        upload_id = await to_thread.run_sync(self._start, name)
-                    part = bytes(buffer[:PART_BYTES])
-                    del buffer[:PART_BYTES]
-                    parts.append(await to_thread.run_sync(self._part, name, upload_id, parts, part))
-            if upload_id is None:
-                await to_thread.run_sync(self._put, name, bytes(buffer))
-            else:
-                if buffer:
-                    part = bytes(buffer)
-                    parts.append(await to_thread.run_sync(self._part, name, upload_id, parts, part))
-                await to_thread.run_sync(self._complete, name, upload_id, parts)
+            body = blocks_of(chunks, block_bytes=PART_BYTES, max_bytes=max_bytes)
+            async with aclosing(body):
+                async for block in body:
+                    size += len(block)
+                    if len(block) == PART_BYTES:  # a whole part: the file goes multipart
+                        if upload_id is None:
+                            upload_id = await to_thread.run_sync(self._start, name)
+                        parts.append(
+                            await to_thread.run_sync(self._part, name, upload_id, parts, block)
+                        )
+                    elif upload_id is None:  # the last block, and the only one
+                        await to_thread.run_sync(self._put, name, block)
+                    else:  # the last block of a multipart upload
+                        if block:
+                            parts.append(
+                                await to_thread.run_sync(self._part, name, upload_id, parts, block)
+                            )
+                        await to_thread.run_sync(self._complete, name, upload_id, parts)
         except BaseException:
             if upload_id is not None:
                 # Shielded: a cancelled request (client gone) must still clean up.
