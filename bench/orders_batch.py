@@ -1,6 +1,6 @@
 """Benchmark: orders/s through POST /v1/orders/batch against the same orders as single posts.
 
-    /work/venv/bin/python bench/orders_batch.py [--orders 2000] [--batch 200]
+    .venv/bin/python bench/orders_batch.py [--orders 2000] [--batch 200]
         [--connections 16] [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
 
 Starts `partnerlink serve` on a fresh database as bench/orders.py does (same
