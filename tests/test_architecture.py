@@ -52,7 +52,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
         "measurement": "console customers db deps merchant orders problems web",
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens",
-        "worker": "customers receipts settings",
+        "worker": "customers orders receipts settings",
         "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts security settings stores validation worker",
         "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores worker",
         "__main__": "cli",

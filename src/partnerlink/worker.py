@@ -11,11 +11,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers.storage import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
+from partnerlink.orders.conversion import reclassify_customers
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 
@@ -35,7 +37,10 @@ PARTIAL_SWEEP_INTERVAL_SECONDS = 300.0
 
 
 def registered_tasks() -> list[tuple[str, Task]]:
-    return [("customer uploads", ingest_next_upload), ("e-receipts", send_due_receipts)]
+    # An upload that gives a customer a new email or phone re-classifies their orders
+    # (CONTRACT.md §6): ad touches naming it match from then on.
+    ingest = partial(ingest_next_upload, reclassify=reclassify_customers)
+    return [("customer uploads", ingest), ("e-receipts", send_due_receipts)]
 
 
 def partial_upload_age_seconds(settings: Settings) -> float:

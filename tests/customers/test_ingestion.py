@@ -305,6 +305,6 @@ def test_stores_of_one_profile_share_its_customers(uploader: Uploader) -> None:
 
 
 def test_the_worker_is_idle_without_uploads(app: FastAPI, settings: Settings) -> None:
-    from partnerlink.customers.tasks import ingest_next_upload
+    from partnerlink.worker import run_once
 
-    assert ingest_next_upload(app.state.sessionmaker, settings) == 0
+    assert run_once(app.state.sessionmaker, settings) == 0

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,6 +20,8 @@ from partnerlink.customers.models import Customer
 from partnerlink.measurement.models import Touch
 from partnerlink.measurement.service import import_touch_lines
 from partnerlink.orders.models import Order
+from partnerlink.settings import Settings
+from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import order_body, orders, post, stored_order
 
@@ -169,3 +172,34 @@ def test_customer_appearing_after_the_touches_naming_them(
         "new",
         "returning",
     )
+
+
+def test_upload_giving_a_customer_a_phone_reclassifies_their_orders(
+    client: TestClient,
+    app: FastAPI,
+    settings: Settings,
+    shop: ConnectedStoreFixture,
+    session: Session,
+) -> None:
+    """A customer file that gives a known customer the phone a touch named: their orders
+    match that touch from then on, in the upload's own transaction."""
+    phone_hash = sha("+14155550123")
+    touch = {"campaignId": "summer", "touchedAt": "2024-05-09T00:00:00Z", "phoneSha256": phone_hash}
+    assert import_touches(session, shop.profile.id, [touch]) == 0
+    send(client, shop, "1", createdAt="2024-05-10T12:00:00Z", customerPhoneNumber=None)
+    send(client, shop, "2", createdAt="2024-05-11T12:00:00Z", customerPhoneNumber=None)
+    assert {o.conversion for o in orders(session)} == {"organic"}
+    session.rollback()
+
+    status = ingest(
+        client, app, settings, shop, [{"email": "ada@example.com", "phoneNumber": "+14155550123"}]
+    )
+    assert (status["status"], status["updated"]) == ("done", 1)
+    assert stored_classes(session) == {"1": ("new", "summer"), "2": ("returning", "summer")}
+    assert stored_classes(session) == expected_classes(session)
+    # The same file again changes no identifier: nothing is classified again.
+    session.rollback()
+    ingest(
+        client, app, settings, shop, [{"email": "ada@example.com", "phoneNumber": "+14155550123"}]
+    )
+    assert stored_classes(session) == expected_classes(session)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -48,6 +48,17 @@ BATCH_SIZE = 5000
 BATCH_RETRIES = 5
 # An upload whose ingestion keeps dying (the process is killed every time) ends failed.
 MAX_ATTEMPTS = 5
+
+
+class Reclassify(Protocol):
+    """Classifies again the orders of customers whose email or phone an upload changed
+    (orders/conversion.reclassify_customers), in the batch's transaction: ad touches may
+    match them anew. Passed in by the worker, since orders import customers, not the
+    other way round."""
+
+    def __call__(
+        self, sql: Sql, *, profile_id: str, customer_ids: set[int], window_days: int
+    ) -> int: ...
 
 
 class LeaseLost(Exception):
@@ -87,7 +98,11 @@ def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> Claimed
 
 
 def ingest_upload(
-    sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    upload: ClaimedUpload,
+    *,
+    reclassify: Reclassify,
 ) -> None:
     """Ingests a claimed upload to the end (done or failed)."""
     storage = upload_storage(settings)
@@ -100,7 +115,7 @@ def ingest_upload(
                 f"ingestion did not finish after {MAX_ATTEMPTS} attempts",
             )
         else:
-            _ingest(sessions, settings, storage, upload)
+            _ingest(sessions, settings, storage, upload, reclassify)
     except LeaseLost:
         log.warning("upload %s was taken over by another worker", upload.id)
         return
@@ -115,6 +130,7 @@ def _ingest(
     settings: Settings,
     storage: UploadStorage,
     upload: ClaimedUpload,
+    reclassify: Reclassify,
 ) -> None:
     options: dict[str, Any] = {
         "default_region": upload.default_region,
@@ -127,11 +143,11 @@ def _ingest(
             batches = read_batches_elsewhere(storage, upload.storage_key, **options)
             with closing(batches):
                 for batch in batches:
-                    commit_batch(sessions, settings, upload, batch)
+                    commit_batch(sessions, settings, upload, batch, reclassify)
         else:
             with storage.open(upload.storage_key) as stream:
                 for batch in read_checked_batches(stream, **options):
-                    commit_batch(sessions, settings, upload, batch)
+                    commit_batch(sessions, settings, upload, batch, reclassify)
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
     except UploadFileInvalid as error:
@@ -171,7 +187,11 @@ def _lease_keeper(
 
 
 def commit_batch(
-    sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload, batch: ParsedBatch
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    upload: ClaimedUpload,
+    batch: ParsedBatch,
+    reclassify: Reclassify,
 ) -> None:
     """Applies one batch and its progress in one transaction, retrying on write conflicts."""
     new_errors = _errors_with(upload.errors, batch.rejections)
@@ -180,9 +200,21 @@ def commit_batch(
         try:
             with sessions() as session, session.begin():
                 _renew_lease(session, settings, upload)
+                rekeyed: set[int] = set()
                 counts = apply_records(
-                    session, profile_id=upload.profile_id, batch=batch, careful=careful
+                    session,
+                    profile_id=upload.profile_id,
+                    batch=batch,
+                    careful=careful,
+                    rekeyed=rekeyed,
                 )
+                if rekeyed:
+                    reclassify(
+                        Sql.of_session(session),
+                        profile_id=upload.profile_id,
+                        customer_ids=rekeyed,
+                        window_days=settings.attribution_window_days,
+                    )
                 queries.record_progress(
                     session,
                     upload_id=upload.id,
@@ -214,16 +246,25 @@ def commit_batch(
 
 
 def apply_records(
-    session: Session, *, profile_id: str, batch: ParsedBatch, careful: bool = False
+    session: Session,
+    *,
+    profile_id: str,
+    batch: ParsedBatch,
+    careful: bool = False,
+    rekeyed: set[int] | None = None,
 ) -> tuple[int, int, int]:
     """Matches and merges the batch's valid records; returns (created, updated, unchanged).
 
     `careful` creates new customers one by one (after a concurrent writer
     created some of them first): each then merges into the winner's row.
+    `rekeyed`, when given, receives the ids of stored customers whose email or
+    phone changed.
     """
     if not batch.records:
         return 0, 0, 0
     plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
+    if rekeyed is not None:
+        rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
     now = utcnow()
     # Updates first: a phone-only customer taking an email must not collide with new rows.
     queries.update_customers(
@@ -239,7 +280,10 @@ def apply_records(
     created, updated, unchanged = 0, plan.updated, plan.unchanged
     for entity in plan.inserts:
         _, outcome = upsert_customer(
-            Sql.of_session(session), profile_id=profile_id, fields=CustomerFields(*entity.values)
+            Sql.of_session(session),
+            profile_id=profile_id,
+            fields=CustomerFields(*entity.values),
+            rekeyed=rekeyed,
         )
         created += outcome == "created"
         updated += outcome == "updated"

@@ -46,6 +46,13 @@ class Entity:
     def changed(self) -> bool:
         return self.initial is not None and tuple(self.values) != self.initial
 
+    @property
+    def rekeyed(self) -> bool:
+        """A stored customer whose email or phone changed: ad touches may match it anew."""
+        return self.initial is not None and (
+            self.values[EMAIL] != self.initial[EMAIL] or self.values[PHONE] != self.initial[PHONE]
+        )
+
 
 @dataclass
 class BatchPlan:
