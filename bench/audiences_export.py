@@ -24,6 +24,9 @@ from pathlib import Path
 import httpx
 import psycopg
 from sqlalchemy import create_engine, text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's tests/
+
 from tests.factories import DEFAULT_PASSWORD
 
 from benchdb import fresh_database  # bench/benchdb.py
