@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from partnerlink import __version__, ops
 from partnerlink.apidocs import install_api_docs
 from partnerlink.audiences import api as audiences_api
+from partnerlink.audiences import sms_replies
 from partnerlink.audiences import web as audiences_web
 from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
@@ -45,6 +46,7 @@ from partnerlink.problems import (
     problem_from,
     problem_response,
 )
+from partnerlink.receipts import twilio_callbacks
 from partnerlink.receipts import web as receipts_web
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
@@ -168,6 +170,9 @@ def _include_routers(app: FastAPI) -> None:
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
     app.include_router(receipts_web.router, include_in_schema=False)
+    # Twilio's callbacks (delivery status, STOP/START replies), signed by Twilio.
+    app.include_router(twilio_callbacks.router)
+    app.include_router(sms_replies.router)
     app.include_router(ops.router)
     # The console's pages, with those of measurement and audiences, as one application of
     # its own at /merchant, with its own HTML error pages (console/app.py).

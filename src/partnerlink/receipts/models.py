@@ -24,13 +24,27 @@ class Receipt(Base):
     to_phone: Mapped[str | None] = mapped_column(String(20))
     body: Mapped[str] = mapped_column(Text)
     link: Mapped[str] = mapped_column(String(1000))
-    # pending → sent | failed (gave up); an unusable number gets no receipt at all
+    # pending → sent | failed (gave up) | suppressed (the phone replied STOP);
+    # sent → delivered | undelivered | failed (the provider's status callback).
+    # An unusable number gets no receipt at all.
     status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(String(20))
-    provider_message_id: Mapped[str | None] = mapped_column(String(100))
+    # Delivery-status callbacks find their receipt by it (receipts/delivery.py).
+    provider_message_id: Mapped[str | None] = mapped_column(String(100), index=True)
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class SmsStop(Base):
+    """A phone that replied STOP (or another opt-out word): it gets no more receipts
+    until it replies START. Kept per number, across merchants: it is our sender it
+    stopped."""
+
+    __tablename__ = "sms_stops"
+
+    phone_number: Mapped[str] = mapped_column(String(20), primary_key=True)  # E.164
+    stopped_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

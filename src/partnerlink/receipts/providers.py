@@ -19,6 +19,10 @@ log = logging.getLogger("partnerlink.receipts")
 
 Outcome = Literal["sent", "retry", "failed"]
 TWILIO_TIMEOUT_SECONDS = 10.0
+# Where Twilio reports each message's fate (receipts/twilio_callbacks.py), under the
+# public URL; the same address is what the callback's signature is checked against.
+TWILIO_STATUS_PATH = "/webhooks/twilio/status"
+TWILIO_INBOUND_PATH = "/webhooks/twilio/inbound"
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class TwilioProvider:
             f"{settings.twilio_api_url.rstrip('/')}/2010-04-01/Accounts/"
             f"{self.account_sid}/Messages.json"
         )
+        self.status_callback = f"{settings.public_url}{TWILIO_STATUS_PATH}"
         self.client = client or httpx.Client(timeout=TWILIO_TIMEOUT_SECONDS)
 
     def send(self, message: Message) -> Delivery:
@@ -94,7 +99,12 @@ class TwilioProvider:
         try:
             response = self.client.post(
                 self.url,
-                data={"To": message.to, "From": self.sender, "Body": message.body},
+                data={
+                    "To": message.to,
+                    "From": self.sender,
+                    "Body": message.body,
+                    "StatusCallback": self.status_callback,
+                },
                 auth=(self.account_sid, self.auth_token),
             )
         except httpx.HTTPError as error:

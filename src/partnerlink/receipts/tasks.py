@@ -23,13 +23,24 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, String, Table, bindparam, cast, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    Table,
+    bindparam,
+    cast,
+    exists,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
 from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
-from partnerlink.receipts.models import Receipt
+from partnerlink.receipts.delivery import suppress_stopped
+from partnerlink.receipts.models import Receipt, SmsStop
 from partnerlink.receipts.providers import (
     Delivery,
     Message,
@@ -85,6 +96,8 @@ def _due(now: datetime, *, limit: int) -> ColumnElement[int]:
             Receipt.status == PENDING,
             Receipt.next_attempt_at <= now,
             (Receipt.lease_until.is_(None)) | (Receipt.lease_until < now),
+            # A STOP that lands between suppress_stopped and this claim.
+            ~exists(select(SmsStop.phone_number).where(SmsStop.phone_number == Receipt.to_phone)),
         )
         .order_by(Receipt.next_attempt_at)
         .limit(limit)
@@ -107,6 +120,7 @@ def _record_in_outbox(sessions: sessionmaker[Session], outbox: OutboxProvider) -
     """Claims the due receipts and marks them sent in one statement, then logs each."""
     now = utcnow()
     with sessions.begin() as session:
+        suppress_stopped(session)
         rows = session.execute(
             update(Receipt)
             .where(Receipt.id.in_(_due(now, limit=BATCH_SIZE)))
@@ -136,6 +150,7 @@ def _claim_due(sessions: sessionmaker[Session], *, limit: int) -> list[_Claimed]
     now = utcnow()
     lease_until = now + timedelta(seconds=LEASE_SECONDS)
     with sessions.begin() as session:
+        suppress_stopped(session)
         rows = session.execute(
             update(Receipt)
             .where(Receipt.id.in_(_due(now, limit=limit)))

@@ -1,0 +1,43 @@
+"""Inbound texts from Twilio: STOP (and Twilio's other opt-out words) stops our
+receipts to that phone and opts its customers out of audiences (CONTRACT §8, §9);
+START lifts both. Other replies are ignored. Signed like every Twilio request
+(receipts/twilio_callbacks.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Response
+
+from partnerlink.audiences.service import opt_in_phone, opt_out_phone
+from partnerlink.customers.normalize import normalize_phone
+from partnerlink.deps import SessionDep
+from partnerlink.receipts.delivery import reply_keyword, start_phone, stop_phone
+from partnerlink.receipts.providers import TWILIO_INBOUND_PATH, mask_phone
+from partnerlink.receipts.twilio_callbacks import TwilioForm, twiml
+
+log = logging.getLogger("partnerlink.receipts")
+
+router = APIRouter()
+
+
+@router.post(TWILIO_INBOUND_PATH, include_in_schema=False)
+def twilio_inbound(form: TwilioForm, session: SessionDep) -> Response:
+    keyword = reply_keyword(form.get("Body"))
+    phone = normalize_phone(form.get("From"), None)  # Twilio sends E.164
+    if keyword is None or phone is None:
+        return twiml()
+    if keyword == "stop":
+        suppressed = stop_phone(session, phone)
+        opted_out = opt_out_phone(session, phone)
+        log.info(
+            "SMS STOP from %s: %d pending receipt(s) suppressed, %d customer(s) opted out",
+            mask_phone(phone),
+            suppressed,
+            opted_out,
+        )
+    else:
+        start_phone(session, phone)
+        opted_in = opt_in_phone(session, phone)
+        log.info("SMS START from %s: %d customer(s) opted in again", mask_phone(phone), opted_in)
+    return twiml()
