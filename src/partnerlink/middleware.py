@@ -118,6 +118,24 @@ _BASE_HEADERS = [
 ]
 _DEFAULT_CSP = (b"content-security-policy", b"frame-ancestors 'none'")
 _NO_STORE = (b"cache-control", b"no-store")
+# The legacy `?access_token=` (README, "Versioning"): deprecated since 2026-01-01
+# (RFC 9745's `@<unix seconds>`), removed after 2027-12-31 (RFC 8594's HTTP-date),
+# announced on every /v1 answer to a request that authenticated with it.
+LEGACY_TOKEN_HEADERS = [
+    (b"deprecation", b"@1767225600"),
+    (b"sunset", b"Fri, 31 Dec 2027 23:59:59 GMT"),
+    (b"link", b'</docs>; rel="deprecation"; type="text/html"'),
+]
+
+
+def uses_legacy_token(scope: Scope) -> bool:
+    """A /v1 request whose token travels in the query, not in `Authorization: Bearer`."""
+    if not scope["path"].startswith("/v1/") or b"access_token=" not in scope["query_string"]:
+        return False
+    for name, value in scope["headers"]:
+        if name == b"authorization" and value[:7].lower() == b"bearer " and value[7:].strip():
+            return False
+    return True
 
 
 class SecurityHeaders:
@@ -132,6 +150,7 @@ class SecurityHeaders:
             return
         path: str = scope["path"]
         sensitive = not path.startswith(("/static", "/docs", "/openapi.json"))
+        legacy = uses_legacy_token(scope)
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -143,6 +162,8 @@ class SecurityHeaders:
                     headers.append((b"x-frame-options", b"DENY"))
                 if sensitive and b"cache-control" not in names:
                     headers.append(_NO_STORE)
+                if legacy:
+                    headers.extend(LEGACY_TOKEN_HEADERS)
                 message["headers"] = headers
             await send(message)
 
