@@ -11,8 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session
 
 from tests.conftest import LiveServer
+from tests.factories import create_connected_store
 
 REQUESTS = 40
 READYZ = re.compile(
@@ -31,10 +33,10 @@ def two_processes(live_env: dict[str, str]) -> Iterator[LiveServer]:
         server.stop()
 
 
-def _fresh_connection_get(url: str) -> httpx.Response:
+def _fresh_connection_get(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
     # A new connection each time: the kernel spreads connections over both processes.
     with httpx.Client(timeout=30) as client:
-        return client.get(url)
+        return client.get(url, headers=headers)
 
 
 def _pids_serving(server: LiveServer) -> set[int]:
@@ -92,3 +94,30 @@ def test_a_replaced_process_keeps_its_count_in_the_total(two_processes: LiveServ
         match = READYZ.search(response.text)
         assert match, response.text
         assert float(match.group(1)) == REQUESTS
+
+
+@pytest.mark.slow
+def test_a_revocation_holds_on_every_process_at_once(
+    two_processes: LiveServer, session: Session
+) -> None:
+    """No process keeps a token alive after it is revoked: each reads the connection
+    from the database on every request (issue 16: revocation is immediate everywhere)."""
+    shop = create_connected_store(session)
+    session.commit()
+    partner = shop.partner
+    stores = f"{two_processes.url}/v1/stores"
+    bearer = {"Authorization": f"Bearer {shop.access_token}"}
+    for _ in range(10):
+        assert _fresh_connection_get(stores, bearer).status_code == 200
+    revoked = httpx.post(
+        f"{two_processes.url}/v1/auth/revoke",
+        params={
+            "client_id": partner.client_id,
+            "client_secret": partner.client_secret,
+            "token": shop.access_token,
+        },
+        timeout=30,
+    )
+    assert revoked.json() == {"success": True}
+    for _ in range(20):  # new connections, spread over both processes by the kernel
+        assert _fresh_connection_get(stores, bearer).status_code == 403
