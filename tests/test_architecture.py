@@ -33,12 +33,13 @@ ALLOWED: dict[str, frozenset[str]] = {
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
-        "tokens": "db deps partners problems security settings",
+        "webhooks": "db partners problems security settings",
+        "tokens": "db deps partners problems security settings webhooks",
         "stores": "db deps phones problems security settings tokens",
-        "merchant": "db deps partners problems security settings stores tokens",
+        "merchant": "db deps partners problems security settings stores tokens webhooks",
         "pairing": "db deps merchant partners problems security settings stores tokens",
         "connect": "db deps merchant partners problems security settings stores tokens web",
-        "customers": "db deps merchant phones problems security settings stores tokens",
+        "customers": "db deps merchant phones problems security settings stores tokens webhooks",
         "orders": (
             "customers db deps merchant middleware problems security settings stores tokens"
             " validation"
@@ -51,10 +52,10 @@ ALLOWED: dict[str, frozenset[str]] = {
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
         "measurement": "console customers db deps merchant orders problems web",
-        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens",
-        "worker": "customers orders receipts settings",
+        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
+        "worker": "customers orders receipts settings webhooks",
         "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts security settings stores validation worker",
-        "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores worker",
+        "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",
     }.items()

@@ -12,9 +12,10 @@ from partnerlink.merchant.models import Merchant, MerchantSession, Profile
 from partnerlink.orders.models import Order
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
-from partnerlink.receipts.models import Receipt
+from partnerlink.receipts.models import Receipt, SmsStop
 from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection, Token
+from partnerlink.webhooks.models import WebhookEvent
 
 __all__ = [
     "Base",
@@ -30,9 +31,11 @@ __all__ = [
     "Partner",
     "Profile",
     "Receipt",
+    "SmsStop",
     "Store",
     "Suppression",
     "Token",
     "Touch",
     "Upload",
+    "WebhookEvent",
 ]

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     s3_endpoint_url: str | None = None
     log_format: Literal["text", "json"] = "text"
 
+    # CONTRACT §9: webhooks.
+    webhook_retry_seconds: float = Field(10.0, gt=0)
+    webhook_allow_private: bool = False
+
     @field_validator("database_url")
     @classmethod
     def _use_psycopg3(cls, url: str) -> str:

@@ -20,6 +20,7 @@ from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.orders.conversion import reclassify_customers
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
+from partnerlink.webhooks.delivery import deliver_due_webhooks
 
 log = logging.getLogger("partnerlink.worker")
 
@@ -40,7 +41,11 @@ def registered_tasks() -> list[tuple[str, Task]]:
     # An upload that gives a customer a new email or phone re-classifies their orders
     # (CONTRACT.md §6): ad touches naming it match from then on.
     ingest = partial(ingest_next_upload, reclassify=reclassify_customers)
-    return [("customer uploads", ingest), ("e-receipts", send_due_receipts)]
+    return [
+        ("customer uploads", ingest),
+        ("e-receipts", send_due_receipts),
+        ("webhooks", deliver_due_webhooks),
+    ]
 
 
 def partial_upload_age_seconds(settings: Settings) -> float:

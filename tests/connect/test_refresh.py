@@ -96,7 +96,7 @@ def test_revoked_connection_refuses_refresh_and_access(
 ) -> None:
     tokens = _connect(client, session, world)
     refreshed = client.post(REFRESH, params=_refresh_params(world, tokens["refreshToken"]))
-    revoke_connection(session, fetch_one(session, select(Connection)))
+    revoke_connection(session, fetch_one(session, select(Connection)), reason="merchant")
     session.commit()
     response = client.post(REFRESH, params=_refresh_params(world, tokens["refreshToken"]))
     assert_problem(response, 403, "invalid_token")

@@ -72,7 +72,7 @@ def test_a_revoked_token_is_refused_by_the_next_batch(
     with app.state.sessionmaker() as revoking, revoking.begin():
         connection = revoking.scalar(select(Connection))
         assert connection is not None
-        revoke_connection(revoking, connection)
+        revoke_connection(revoking, connection, reason="merchant")
     results = run_batch(app, shop.access_token, [order_body("B-2"), order_body("B-3")])
     assert [type(result) for result in results] == [InvalidToken, InvalidToken]
 

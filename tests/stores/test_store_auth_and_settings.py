@@ -62,7 +62,7 @@ def test_revoked_token_answers_403(
 ) -> None:
     connected = create_connected_store(session)
     connection = session.query(Connection).one()
-    revoke_connection(session, connection)
+    revoke_connection(session, connection, reason="merchant")
     session.commit()
 
     assert_invalid_token(call(client, method, body, headers=connected.auth))

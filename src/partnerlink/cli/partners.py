@@ -1,4 +1,4 @@
-"""`partnerlink partners create|list|rotate-secret`."""
+"""`partnerlink partners create|list|update|rotate-secret|rotate-webhook-secret`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,18 @@ from typing import Any
 
 import typer
 
-from partnerlink.cli.common import JsonOption, console, print_json, unit_of_work
+from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
 from partnerlink.partners.service import list_partners, register_partner, rotate_client_secret
+from partnerlink.webhooks.addresses import checked_webhook_url
+from partnerlink.webhooks.registration import (
+    partner_by_client_id,
+    rotate_webhook_secret,
+    set_webhook_url,
+)
+
+WebhookUrlOption = typer.Option(
+    None, "--webhook-url", help="Where the partner's webhook events are POSTed (http or https)."
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -22,10 +32,14 @@ def create(
     frame_origin: list[str] = typer.Option(
         [], "--frame-origin", help="Origin allowed to frame the consent screen (repeatable)."
     ),
+    webhook_url: str | None = WebhookUrlOption,
     json_output: bool = JsonOption,
 ) -> None:
     """Register an approved partner. The client secret is shown this once."""
-    with unit_of_work() as session:
+    settings = load_settings()
+    if webhook_url is not None:  # refused before anything is stored
+        checked_webhook_url(webhook_url, allow_private=settings.webhook_allow_private)
+    with unit_of_work(settings) as session:
         registered = register_partner(
             session, name=name, pos_type=pos_type, ereceipt=ereceipt, frame_origins=frame_origin
         )
@@ -38,15 +52,60 @@ def create(
             "clientSecret": registered.client_secret,
             "ereceipt": partner.ereceipt,
         }
+        if webhook_url is not None:
+            webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
+            out["webhookUrl"] = webhook.url
+            out["webhookSecret"] = webhook.secret
     if json_output:
         print_json(out)
         return
     console.print(f"Partner [bold]{out['name']}[/bold] registered (posType {out['posType']}).")
     console.print(f"  client_id      {out['clientId']}")
     console.print(f"  client_secret  {out['clientSecret']}")
+    if webhook_url is not None:
+        console.print(f"  webhook_url    {out['webhookUrl']}")
+        console.print(f"  webhook_secret {out['webhookSecret']}")
     console.print(
-        "[yellow]The secret is shown this once; store it in the partner's backend.[/yellow]"
+        "[yellow]Secrets are shown this once; store them in the partner's backend.[/yellow]"
     )
+
+
+@app.command("update")
+def update(
+    client_id: str,
+    webhook_url: str = typer.Option(..., "--webhook-url", help=WebhookUrlOption.help),
+    json_output: bool = JsonOption,
+) -> None:
+    """Change where the partner's webhook events go; its signing secret is kept (a partner
+    that had none gets one, shown this once)."""
+    settings = load_settings()
+    with unit_of_work(settings) as session:
+        partner = partner_by_client_id(session, client_id)
+        webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
+    out: dict[str, Any] = {"clientId": client_id, "webhookUrl": webhook.url}
+    if webhook.secret:
+        out["webhookSecret"] = webhook.secret
+    if json_output:
+        print_json(out)
+        return
+    console.print(f"Webhook URL of {client_id}: {webhook.url}")
+    if webhook.secret:
+        console.print(f"  webhook_secret {webhook.secret}")
+        console.print("[yellow]The secret is shown this once.[/yellow]")
+
+
+@app.command("rotate-webhook-secret")
+def rotate_webhook(client_id: str, json_output: bool = JsonOption) -> None:
+    """Mint a new webhook signing secret; events from now on are signed with it."""
+    settings = load_settings()
+    with unit_of_work(settings) as session:
+        partner = partner_by_client_id(session, client_id)
+        secret = rotate_webhook_secret(session, settings, partner=partner)
+    if json_output:
+        print_json({"clientId": client_id, "webhookSecret": secret})
+    else:
+        console.print(f"New webhook_secret for {client_id}: {secret}")
+        console.print("[yellow]Events are signed with it from now on; shown this once.[/yellow]")
 
 
 @app.command("list")

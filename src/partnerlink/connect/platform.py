@@ -37,7 +37,7 @@ def revoke_by_token(session: Session, *, partner: Partner, token: str) -> None:
         .where(Token.token_hash == digest(token), Connection.partner_id == partner.id)
     ).scalar_one_or_none()
     if connection is not None:
-        revoke_connection(session, connection)
+        revoke_connection(session, connection, reason="partner")
 
 
 def token_status(session: Session, *, caller: ConnectedStore, token: str) -> TokenStatus:

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.models import Upload
 from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
@@ -37,6 +38,7 @@ from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
+from partnerlink.webhooks.events import UPLOAD_FINISHED, to_connected_partners
 
 log = logging.getLogger("partnerlink.customers")
 
@@ -347,6 +349,23 @@ def _finish(
             session, upload_id=upload.id, attempt=upload.attempt, status=status, reason=reason
         ):
             raise LeaseLost
+        finished = session.get(Upload, upload.id)
+        assert finished is not None
+        to_connected_partners(
+            session,
+            store_id=upload.store_id,
+            event_type=UPLOAD_FINISHED,
+            data={
+                "uploadId": upload.id,
+                "storeId": upload.store_id,
+                "status": status,
+                "records": finished.records,
+                "created": finished.created,
+                "updated": finished.updated,
+                "unchanged": finished.unchanged,
+                "rejected": finished.rejected,
+            },
+        )
     log.info("upload %s %s%s", upload.id, status, f": {reason}" if reason else "")
 
 

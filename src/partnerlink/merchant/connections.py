@@ -52,4 +52,4 @@ def revoke_merchant_connection(session: Session, *, merchant_id: str, connection
     ).scalar_one_or_none()
     if connection is None:
         raise NotFound("No such connection.")
-    revoke_connection(session, connection)
+    revoke_connection(session, connection, reason="merchant")

@@ -10,6 +10,7 @@ from partnerlink.problems import ValidationFailed
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
 from partnerlink.stores.service import default_currency_for
+from partnerlink.webhooks.events import store_settings_updated
 
 
 def create_manual_store(
@@ -80,8 +81,10 @@ def _as_validation_failed(error: PydanticValidationError) -> ValidationFailed:
 def set_green_invoices(
     session: Session, *, merchant_id: str, store_id: str, enabled: bool
 ) -> Store:
-    """Turns the store's e-receipt flag on or off."""
+    """Turns the store's e-receipt flag on or off; connected partners hear of a change."""
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
+    if bool(store.green_invoices) != enabled:
+        store_settings_updated(session, store_id=store.id, green_invoices=enabled)
     store.green_invoices = enabled
     session.flush()
     return store

@@ -22,4 +22,8 @@ class Partner(Base):
     ereceipt: Mapped[bool] = mapped_column(Boolean, default=False)
     frame_origins: Mapped[list[str]] = mapped_column(JSON, default=list)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Where its webhook events go (webhooks/), and the nonce its signing secret is derived
+    # from with the service's key (webhooks/signing.py): the secret itself is never stored.
+    webhook_url: Mapped[str | None] = mapped_column(String(2000))
+    webhook_secret_nonce: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

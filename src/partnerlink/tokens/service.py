@@ -21,6 +21,7 @@ from partnerlink.security.secrets import (
     mint,
 )
 from partnerlink.tokens.models import Connection, Token
+from partnerlink.webhooks.events import connection_revoked
 
 # tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
 # nothing of it: a connection names its store's posType through this one column.
@@ -60,7 +61,7 @@ def open_connection(
     its posType follows the partner connected last.
     """
     now = utcnow()
-    session.execute(
+    replaced = session.scalars(
         update(Connection)
         .where(
             Connection.store_id == store_id,
@@ -68,7 +69,17 @@ def open_connection(
             Connection.revoked_at.is_(None),
         )
         .values(revoked_at=now)
-    )
+        .returning(Connection.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    for connection_id in replaced:
+        connection_revoked(
+            session,
+            connection_id=connection_id,
+            store_id=store_id,
+            partner_id=partner_id,
+            reason="replaced",
+        )
     connection = Connection(store_id=store_id, partner_id=partner_id, method=method, created_at=now)
     session.add(connection)
     session.execute(update(_STORES).where(_STORES.c.id == store_id).values(pos_type=pos_type))
@@ -207,8 +218,16 @@ def find_refreshable_connection(
     return found[1]
 
 
-def revoke_connection(session: Session, connection: Connection) -> None:
-    """Revokes at once: every token of the connection is checked against revoked_at."""
+def revoke_connection(session: Session, connection: Connection, *, reason: str) -> None:
+    """Revokes at once: every token of the connection is checked against revoked_at. The
+    partner hears of it (`connection.revoked`, reason `merchant` or `partner`)."""
     if connection.revoked_at is None:
         connection.revoked_at = utcnow()
+        connection_revoked(
+            session,
+            connection_id=connection.id,
+            store_id=connection.store_id,
+            partner_id=connection.partner_id,
+            reason=reason,
+        )
         session.flush()

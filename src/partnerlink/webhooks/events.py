@@ -1,0 +1,117 @@
+"""Writing webhook events, in the caller's transaction (so an event exists exactly when
+its cause was committed). Only partners with a webhook URL get events.
+
+Types (CONTRACT.md §9): `connection.revoked` {connectionId, storeId, reason:
+merchant | partner | replaced}, `store.settings.updated` {storeId, greenInvoices},
+`customers.upload.finished` {uploadId, storeId, status, records, created, updated,
+unchanged, rejected}. A store's events go to every partner connected to it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from sqlalchemy import column, select, table
+from sqlalchemy.orm import Session
+
+from partnerlink.db.base import utcnow
+from partnerlink.partners.models import Partner
+from partnerlink.webhooks.models import WebhookEvent
+
+CONNECTION_REVOKED = "connection.revoked"
+STORE_SETTINGS_UPDATED = "store.settings.updated"
+UPLOAD_FINISHED = "customers.upload.finished"
+EVENT_TYPES = (CONNECTION_REVOKED, STORE_SETTINGS_UPDATED, UPLOAD_FINISHED)
+
+# webhooks sits below tokens (which write its events); the live connections of a store
+# are read through this table clause, as tokens reads stores.
+_CONNECTIONS = table(
+    "connections",
+    column("id"),
+    column("store_id"),
+    column("partner_id"),
+    column("revoked_at"),
+)
+
+
+def new_event_id() -> str:
+    return "evt_" + secrets.token_urlsafe(16)
+
+
+def record_event(
+    session: Session,
+    *,
+    partner_id: str,
+    connection_id: str | None,
+    event_type: str,
+    data: dict[str, Any],
+) -> str | None:
+    """Adds an event for the partner (none when it has no webhook URL); its id."""
+    url = session.scalar(select(Partner.webhook_url).where(Partner.id == partner_id))
+    if not url:
+        return None
+    now = utcnow()
+    event_id = new_event_id()
+    body = {
+        "id": event_id,
+        "type": event_type,
+        "createdAt": now.isoformat().replace("+00:00", "Z"),
+        "data": data,
+    }
+    session.add(
+        WebhookEvent(
+            event_id=event_id,
+            partner_id=partner_id,
+            queue=connection_id or partner_id,
+            event_type=event_type,
+            body=json.dumps(body, separators=(",", ":")),
+            url=url,
+            status="pending",
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+    )
+    return event_id
+
+
+def connection_revoked(
+    session: Session, *, connection_id: str, store_id: str, partner_id: str, reason: str
+) -> None:
+    record_event(
+        session,
+        partner_id=partner_id,
+        connection_id=connection_id,
+        event_type=CONNECTION_REVOKED,
+        data={"connectionId": connection_id, "storeId": store_id, "reason": reason},
+    )
+
+
+def to_connected_partners(
+    session: Session, *, store_id: str, event_type: str, data: dict[str, Any]
+) -> None:
+    """The event, to each partner with a live connection to the store."""
+    connections = session.execute(
+        select(_CONNECTIONS.c.id, _CONNECTIONS.c.partner_id).where(
+            _CONNECTIONS.c.store_id == store_id, _CONNECTIONS.c.revoked_at.is_(None)
+        )
+    ).all()
+    for connection_id, partner_id in connections:
+        record_event(
+            session,
+            partner_id=partner_id,
+            connection_id=connection_id,
+            event_type=event_type,
+            data=data,
+        )
+
+
+def store_settings_updated(session: Session, *, store_id: str, green_invoices: bool) -> None:
+    to_connected_partners(
+        session,
+        store_id=store_id,
+        event_type=STORE_SETTINGS_UPDATED,
+        data={"storeId": store_id, "greenInvoices": green_invoices},
+    )

@@ -1,0 +1,53 @@
+"""A partner's webhook URL and signing secret (`partnerlink partners ... --webhook-url`,
+`partners rotate-webhook-secret`). The secret is shown when it is made, never again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from partnerlink.partners.models import Partner
+from partnerlink.problems import NotFound
+from partnerlink.settings import Settings
+from partnerlink.webhooks.addresses import checked_webhook_url
+from partnerlink.webhooks.signing import new_nonce, webhook_secret
+
+
+class UnknownClient(NotFound):
+    code = "unknown_client"
+    detail = "No partner has this client id."
+
+
+@dataclass(frozen=True)
+class WebhookRegistration:
+    url: str
+    secret: str | None  # a new secret, to show once; None when the partner keeps its own
+
+
+def partner_by_client_id(session: Session, client_id: str) -> Partner:
+    partner = session.scalar(select(Partner).where(Partner.client_id == client_id))
+    if partner is None:
+        raise UnknownClient()
+    return partner
+
+
+def set_webhook_url(
+    session: Session, settings: Settings, *, partner: Partner, url: str
+) -> WebhookRegistration:
+    """Registers where the partner's events go; the secret is kept, or made if it had none."""
+    partner.webhook_url = checked_webhook_url(url, allow_private=settings.webhook_allow_private)
+    secret = None
+    if not partner.webhook_secret_nonce:
+        partner.webhook_secret_nonce = new_nonce()
+        secret = webhook_secret(settings.signing_key, partner.webhook_secret_nonce)
+    session.flush()
+    return WebhookRegistration(partner.webhook_url, secret)
+
+
+def rotate_webhook_secret(session: Session, settings: Settings, *, partner: Partner) -> str:
+    """A new signing secret; events from now on are signed with it."""
+    partner.webhook_secret_nonce = new_nonce()
+    session.flush()
+    return webhook_secret(settings.signing_key, partner.webhook_secret_nonce)
