@@ -34,6 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
         "webhooks": "db partners problems security settings",
+        "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
         "tokens": "db deps partners problems security settings webhooks",
         "stores": "db deps phones problems security settings tokens",
         "merchant": "db deps partners problems security settings stores tokens webhooks",
@@ -54,7 +55,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "measurement": "console customers db deps merchant orders problems web",
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
         "worker": "customers orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts security settings stores validation worker",
+        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
         "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",

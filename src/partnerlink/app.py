@@ -48,6 +48,7 @@ from partnerlink.problems import (
 )
 from partnerlink.receipts import twilio_callbacks
 from partnerlink.receipts import web as receipts_web
+from partnerlink.sandbox import api as sandbox_api
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
 from partnerlink.stores import api as stores_api
@@ -155,6 +156,7 @@ def _include_routers(app: FastAPI) -> None:
         pairing_api.router,
         stores_api.router,
         customers_api.router,
+        sandbox_api.router,
     ):
         app.include_router(router, prefix="/v1")
     for router in (

@@ -33,6 +33,9 @@ def create(
         [], "--frame-origin", help="Origin allowed to frame the consent screen (repeatable)."
     ),
     webhook_url: str | None = WebhookUrlOption,
+    sandbox: bool = typer.Option(
+        False, "--sandbox", help="A sandbox partner: _test_ credentials and tokens, test stores."
+    ),
     json_output: bool = JsonOption,
 ) -> None:
     """Register an approved partner. The client secret is shown this once."""
@@ -41,7 +44,12 @@ def create(
         checked_webhook_url(webhook_url, allow_private=settings.webhook_allow_private)
     with unit_of_work(settings) as session:
         registered = register_partner(
-            session, name=name, pos_type=pos_type, ereceipt=ereceipt, frame_origins=frame_origin
+            session,
+            name=name,
+            pos_type=pos_type,
+            ereceipt=ereceipt,
+            frame_origins=frame_origin,
+            sandbox=sandbox,
         )
         partner = registered.partner
         out = {
@@ -125,19 +133,24 @@ def list_(json_output: bool = JsonOption) -> None:
             for p in partners
         ]
         origins = [list(p.frame_origins or []) for p in partners]
+        sandboxes = [bool(p.sandbox) for p in partners]
     if json_output:
         # Exactly the keys the operator contract lists; the origins are in the text form.
         print_json(rows)
     else:
-        _print_partners(rows, origins)
+        _print_partners(rows, origins, sandboxes)
 
 
-def _print_partners(rows: list[dict[str, Any]], origins: list[list[str]]) -> None:
+def _print_partners(
+    rows: list[dict[str, Any]], origins: list[list[str]], sandboxes: list[bool]
+) -> None:
     """One block per partner, printed plainly: ids and origins stay whole, to be copied."""
     if not rows:
         typer.echo("No partners yet: partnerlink partners create --name N --pos-type SLUG")
-    for number, (row, frame_origins) in enumerate(zip(rows, origins, strict=True)):
-        state = "active" if row["active"] else "inactive"
+    for number, (row, frame_origins, sandbox) in enumerate(
+        zip(rows, origins, sandboxes, strict=True)
+    ):
+        state = ("active" if row["active"] else "inactive") + (", sandbox" if sandbox else "")
         receipts = "on" if row["ereceipt"] else "off"
         typer.echo(
             ("\n" if number else "") + f"{row['name']}  (posType {row['posType']}, "

@@ -148,7 +148,7 @@ def _find_token(session: Session, *, partner_id: str, value: str) -> Integration
 
 def create_integration_token(session: Session, *, partner: Partner, ttl_seconds: int) -> str:
     """Mints a pending integration token; only its digest is stored."""
-    value = mint(INTEGRATION_TOKEN_PREFIX)
+    value = mint(INTEGRATION_TOKEN_PREFIX, sandbox=partner.sandbox)
     now = utcnow()
     session.add(
         IntegrationToken(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, String
+from sqlalchemy import JSON, Boolean, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
@@ -22,6 +22,8 @@ class Partner(Base):
     ereceipt: Mapped[bool] = mapped_column(Boolean, default=False)
     frame_origins: Mapped[list[str]] = mapped_column(JSON, default=list)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # A sandbox partner (CONTRACT §9): `_test_` credentials and tokens, test stores only.
+    sandbox: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Where its webhook events go (webhooks/), and the nonce its signing secret is derived
     # from with the service's key (webhooks/signing.py): the secret itself is never stored.
     webhook_url: Mapped[str | None] = mapped_column(String(2000))

@@ -41,6 +41,7 @@ def register_partner(
     pos_type: str,
     ereceipt: bool = False,
     frame_origins: list[str] | None = None,
+    sandbox: bool = False,
 ) -> RegisteredPartner:
     """Registers an approved partner and mints its credentials."""
     if not name.strip():
@@ -52,11 +53,12 @@ def register_partner(
     origins = [frame_origin(origin) for origin in frame_origins or []]
     if session.scalar(select(Partner.id).where(Partner.pos_type == pos_type)):
         raise Conflict(f"posType {pos_type!r} already names a partner", code="pos_type_taken")
-    secret = mint(CLIENT_SECRET_PREFIX)
+    secret = mint(CLIENT_SECRET_PREFIX, sandbox=sandbox)
     partner = Partner(
         name=name.strip(),
         pos_type=pos_type,
-        client_id=mint(CLIENT_ID_PREFIX, 12),
+        sandbox=sandbox,
+        client_id=mint(CLIENT_ID_PREFIX, 12, sandbox=sandbox),
         client_secret_hash=digest(secret),
         ereceipt=ereceipt,
         frame_origins=origins,
@@ -124,7 +126,7 @@ def rotate_client_secret(session: Session, client_id: str) -> str:
     partner = find_partner_by_client_id(session, client_id)
     if partner is None:
         raise NotFound(f"no partner with client id {client_id}", code="unknown_client")
-    secret = mint(CLIENT_SECRET_PREFIX)
+    secret = mint(CLIENT_SECRET_PREFIX, sandbox=partner.sandbox)
     partner.client_secret_hash = digest(secret)
     session.flush()
     return secret

@@ -49,6 +49,7 @@ from partnerlink.receipts.providers import (
     provider_for,
 )
 from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
 
 log = logging.getLogger("partnerlink.receipts")
 
@@ -76,6 +77,8 @@ def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> in
     provider = provider_for(settings)
     if isinstance(provider, OutboxProvider):
         return _record_in_outbox(sessions, provider)
+    # A sandbox partner's test stores: recorded as the outbox does, never sent (CONTRACT §9).
+    handled = _record_in_outbox(sessions, OutboxProvider(), test_stores=True)
     try:
         claimed = _claim_due(sessions, limit=BATCH_SIZE)
         for receipt in claimed:
@@ -85,14 +88,18 @@ def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> in
             _record(sessions, [(receipt, provider.send(message))], provider)
     finally:
         provider.close()
-    return len(claimed)
+    return handled + len(claimed)
 
 
-def _due(now: datetime, *, limit: int) -> ColumnElement[int]:
-    """The ids of receipts due now, oldest first, skipping rows another worker has locked."""
+def _due(now: datetime, *, limit: int, test_stores: bool | None = None) -> ColumnElement[int]:
+    """The ids of receipts due now, oldest first, skipping rows another worker has locked;
+    with `test_stores`, only those of test stores (True) or of real ones (False)."""
+    query = select(Receipt.id)
+    if test_stores is not None:
+        of_test_store = Receipt.store_id.in_(select(Store.id).where(Store.is_test.is_(True)))
+        query = query.where(of_test_store if test_stores else ~of_test_store)
     return (
-        select(Receipt.id)
-        .where(
+        query.where(
             Receipt.status == PENDING,
             Receipt.next_attempt_at <= now,
             (Receipt.lease_until.is_(None)) | (Receipt.lease_until < now),
@@ -116,14 +123,16 @@ def _order_ids(session: Session, pks: list[int]) -> dict[int, str]:
     }
 
 
-def _record_in_outbox(sessions: sessionmaker[Session], outbox: OutboxProvider) -> int:
+def _record_in_outbox(
+    sessions: sessionmaker[Session], outbox: OutboxProvider, *, test_stores: bool | None = None
+) -> int:
     """Claims the due receipts and marks them sent in one statement, then logs each."""
     now = utcnow()
     with sessions.begin() as session:
         suppress_stopped(session)
         rows = session.execute(
             update(Receipt)
-            .where(Receipt.id.in_(_due(now, limit=BATCH_SIZE)))
+            .where(Receipt.id.in_(_due(now, limit=BATCH_SIZE, test_stores=test_stores)))
             .values(
                 status=SENT,
                 provider=outbox.name,
@@ -153,7 +162,7 @@ def _claim_due(sessions: sessionmaker[Session], *, limit: int) -> list[_Claimed]
         suppress_stopped(session)
         rows = session.execute(
             update(Receipt)
-            .where(Receipt.id.in_(_due(now, limit=limit)))
+            .where(Receipt.id.in_(_due(now, limit=limit, test_stores=False)))
             .values(lease_until=lease_until, attempts=Receipt.attempts + 1)
             .returning(
                 Receipt.id,

@@ -20,8 +20,9 @@ CLIENT_ID_PREFIX = "plk_ci_"
 SESSION_TOKEN_PREFIX = "plk_ms_"
 
 
-def mint(prefix: str, nbytes: int = 32) -> str:
-    return prefix + secrets.token_urlsafe(nbytes)
+def mint(prefix: str, nbytes: int = 32, *, sandbox: bool = False) -> str:
+    """A new secret; a sandbox partner's carry `test_` after the prefix (`plk_at_test_...`)."""
+    return prefix + ("test_" if sandbox else "") + secrets.token_urlsafe(nbytes)
 
 
 def digest(value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, String
+from sqlalchemy import Boolean, ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
@@ -31,5 +31,8 @@ class Store(Base):
     green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
     # A store the merchant added by hand (not created by a partner's consent).
     manual: Mapped[bool] = mapped_column(Boolean, default=False)
+    # A sandbox partner's store (sandbox/): its texts never reach a provider, and its
+    # orders and customers live in a sandbox merchant's own profile.
+    is_test: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.partners.models import Partner
-from partnerlink.problems import InvalidToken
+from partnerlink.problems import Forbidden, InvalidToken
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
     REFRESH_TOKEN_PREFIX,
@@ -25,7 +25,14 @@ from partnerlink.webhooks.events import connection_revoked
 
 # tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
 # nothing of it: a connection names its store's posType through this one column.
-_STORES = table("stores", column("id"), column("pos_type"))
+_STORES = table("stores", column("id"), column("pos_type"), column("is_test"))
+
+
+class SandboxPartnerLiveStore(Forbidden):
+    code = "sandbox_partner"
+    detail = (
+        "A sandbox partner connects only test stores: get one with POST /v1/sandbox/pairing-codes."
+    )
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,10 @@ def open_connection(
     A store holds at most one live connection per partner (CONTRACT.md §6), and
     its posType follows the partner connected last.
     """
+    sandbox = session.scalar(select(Partner.sandbox).where(Partner.id == partner_id))
+    is_test = session.scalar(select(_STORES.c.is_test).where(_STORES.c.id == store_id))
+    if sandbox and not is_test:  # a real merchant's store never gets sandbox data
+        raise SandboxPartnerLiveStore()
     now = utcnow()
     replaced = session.scalars(
         update(Connection)
@@ -111,7 +122,7 @@ def issue_access_token(
     session: Session, *, connection_id: str, ttl_seconds: int | None
 ) -> tuple[str, datetime | None]:
     """Mints an access token; `ttl_seconds=None` means durable (pairing flow)."""
-    value = mint(ACCESS_TOKEN_PREFIX)
+    value = mint(ACCESS_TOKEN_PREFIX, sandbox=_of_sandbox_partner(session, connection_id))
     expires_at = utcnow() + timedelta(seconds=ttl_seconds) if ttl_seconds is not None else None
     session.add(
         Token(
@@ -125,9 +136,19 @@ def issue_access_token(
 
 
 def issue_refresh_token(session: Session, *, connection_id: str) -> str:
-    value = mint(REFRESH_TOKEN_PREFIX)
+    value = mint(REFRESH_TOKEN_PREFIX, sandbox=_of_sandbox_partner(session, connection_id))
     session.add(Token(connection_id=connection_id, kind="refresh", token_hash=digest(value)))
     return value
+
+
+def _of_sandbox_partner(session: Session, connection_id: str) -> bool:
+    return bool(
+        session.scalar(
+            select(Partner.sandbox)
+            .join(Connection, Connection.partner_id == Partner.id)
+            .where(Connection.id == connection_id)
+        )
+    )
 
 
 def _live_token(session: Session, value: str, kind: str) -> tuple[Token, Connection] | None:
