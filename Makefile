@@ -8,10 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
 	@$(BIN)/python -m pip install -q -e '.[dev]'
+	@$(BIN)/python -m pip install -q -e clients/python
 	@touch $(STAMP)
 
 run: install
@@ -29,8 +30,8 @@ test: install
 	exit $$status
 
 lint: install
-	@$(BIN)/ruff check src tests bench
-	@$(BIN)/ruff format --check src tests bench
+	@$(BIN)/ruff check src tests bench clients/python
+	@$(BIN)/ruff format --check src tests bench clients/python
 	@$(BIN)/mypy
 
 bench: install
