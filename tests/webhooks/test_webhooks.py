@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -20,7 +21,7 @@ from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliver
 from partnerlink.webhooks.models import WebhookEvent
 from partnerlink.webhooks.registration import rotate_webhook_secret, set_webhook_url
 from tests.customers.conftest import ingest
-from tests.factories import ConnectedStoreFixture, create_connected_store
+from tests.factories import ConnectedStoreFixture, create_connected_store, create_partner
 from tests.merchant.helpers import sign_in
 from tests.webhooks.receiver import Receiver, start_receiver, verified
 
@@ -374,3 +375,35 @@ def test_partners_without_a_url_get_no_events(
         f"/merchant/api/stores/{shop.store.id}", json={"greenInvoices": True}, headers=merchant
     )
     assert events(session) == []
+
+
+def test_a_finished_upload_is_told_only_to_the_partner_who_uploaded(
+    client: TestClient,
+    app: FastAPI,
+    session: Session,
+    hook_settings: Settings,
+    receiver: Receiver,
+    hooked: tuple[ConnectedStoreFixture, str],
+) -> None:
+    shop, _secret = hooked
+    other_receiver = start_receiver()
+    try:
+        # A second partner connected to the same store, with webhooks of its own.
+        other = create_partner(session, pos_type="other-pos")
+        set_webhook_url(session, hook_settings, partner=other.partner, url=other_receiver.url)
+        opened = open_connection_with_access_token(
+            session,
+            store_id=shop.store.id,
+            partner=other.partner,
+            method="pairing",
+            ttl_seconds=None,
+        )
+        session.commit()
+        other_shop = dataclasses.replace(shop, access_token=opened.access_token)
+        ingest(client, app, hook_settings, other_shop, [{"email": "ada@example.com"}])
+        until(lambda: len(other_receiver.received) >= 1, app, hook_settings, 10)
+        deliver(app, hook_settings)
+        assert [e["type"] for e in other_receiver.events()] == ["customers.upload.finished"]
+        assert receiver.received == []
+    finally:
+        other_receiver.close()

@@ -59,7 +59,11 @@ def request_upload_url(
     ingestion runs in the background: poll `GET /v1/customers/uploads/{uploadId}`.
     Customers are de-duplicated by email, then phone, so re-sending a list is safe.
     """
-    return {"uploadUrl": issue_upload_url(settings=settings, store_id=current.store_id)}
+    return {
+        "uploadUrl": issue_upload_url(
+            settings=settings, store_id=current.store_id, connection_id=current.connection_id
+        )
+    }
 
 
 _UPLOAD_BODY_DOC: dict[str, Any] = {

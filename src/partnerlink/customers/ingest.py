@@ -38,7 +38,7 @@ from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
-from partnerlink.webhooks.events import UPLOAD_FINISHED, to_connected_partners
+from partnerlink.webhooks.events import upload_finished
 
 log = logging.getLogger("partnerlink.customers")
 
@@ -351,10 +351,10 @@ def _finish(
             raise LeaseLost
         finished = session.get(Upload, upload.id)
         assert finished is not None
-        to_connected_partners(
+        upload_finished(
             session,
+            connection_id=finished.connection_id,
             store_id=upload.store_id,
-            event_type=UPLOAD_FINISHED,
             data={
                 "uploadId": upload.id,
                 "storeId": upload.store_id,

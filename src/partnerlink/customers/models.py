@@ -67,6 +67,8 @@ class Upload(Base):
     nonce: Mapped[str] = mapped_column(String(64), unique=True)
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    # The connection that asked for the upload URL: its partner hears when it finishes.
+    connection_id: Mapped[str | None] = mapped_column(String(36))
     status: Mapped[str] = mapped_column(String(20), default="received", index=True)
     storage_key: Mapped[str] = mapped_column(String(500))
     size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -1,7 +1,8 @@
 """Upload URLs and the upload life cycle as the partner sees it (CONTRACT.md §6).
 
-An upload URL is `{public_url}/v1/uploads/{store_id}.{nonce}.{expires}.{signature}`:
-it names the store, a random single-use nonce and its expiry, signed with the
+An upload URL is `{public_url}/v1/uploads/{store_id}.{connection_id}.{nonce}.{expires}.{signature}`:
+it names the store, the connection that asked for it (its partner hears when the
+upload finishes), a random single-use nonce and its expiry, signed with the
 service key, so it needs no other credential and no row until it is used.
 The nonce is unique among uploads, which makes a second PUT fail (403
 `upload_url_used`), even when two arrive at once.
@@ -29,7 +30,8 @@ from partnerlink.stores.schemas import storable_text
 UPLOAD_URL_PATH = "/v1/uploads/"
 _SIGNING_CONTEXT = "customer-upload:"
 _TOKEN_RE = re.compile(
-    r"([0-9A-Za-z-]{1,64})\.([0-9A-Za-z_-]{16,64})\.([0-9]{1,12})\.([0-9A-Za-z_-]{43})"
+    r"([0-9A-Za-z-]{1,64})\.([0-9A-Za-z-]{1,64})\.([0-9A-Za-z_-]{16,64})\.([0-9]{1,12})"
+    r"\.([0-9A-Za-z_-]{43})"
 )
 MAX_REPORTED_ERRORS = 20
 
@@ -59,15 +61,16 @@ class UploadGrant:
     """What a verified upload URL allows: one file for one store."""
 
     store_id: str
+    connection_id: str
     nonce: str
     expires_at: int
 
 
-def issue_upload_url(*, settings: Settings, store_id: str) -> str:
+def issue_upload_url(*, settings: Settings, store_id: str, connection_id: str) -> str:
     """Signs a single-use upload URL for the store, valid for the configured lifetime."""
     nonce = secrets.token_urlsafe(18)
     expires_at = int(time.time()) + settings.upload_url_ttl_seconds
-    payload = f"{store_id}.{nonce}.{expires_at}"
+    payload = f"{store_id}.{connection_id}.{nonce}.{expires_at}"
     signature = sign(settings.signing_key, _SIGNING_CONTEXT + payload)
     return f"{settings.public_url}{UPLOAD_URL_PATH}{payload}.{signature}"
 
@@ -77,13 +80,15 @@ def verify_upload_token(*, settings: Settings, token: str) -> UploadGrant:
     match = _TOKEN_RE.fullmatch(token)
     if match is None:
         raise InvalidUploadUrl()
-    store_id, nonce, expires, signature = match.groups()
-    payload = f"{store_id}.{nonce}.{expires}"
+    store_id, connection_id, nonce, expires, signature = match.groups()
+    payload = f"{store_id}.{connection_id}.{nonce}.{expires}"
     if not verify_signature(settings.signing_key, _SIGNING_CONTEXT + payload, signature):
         raise InvalidUploadUrl()
     if time.time() >= int(expires):
         raise UploadUrlExpired()
-    return UploadGrant(store_id=store_id, nonce=nonce, expires_at=int(expires))
+    return UploadGrant(
+        store_id=store_id, connection_id=connection_id, nonce=nonce, expires_at=int(expires)
+    )
 
 
 def ensure_upload_url_unused(session: Session, *, grant: UploadGrant) -> None:
@@ -107,6 +112,7 @@ def record_upload(
         id=upload_id,
         nonce=grant.nonce,
         store_id=grant.store_id,
+        connection_id=grant.connection_id,
         profile_id=profile_id,
         status="received",
         storage_key=storage_key,

@@ -4,7 +4,8 @@ its cause was committed). Only partners with a webhook URL get events.
 Types (CONTRACT.md §9): `connection.revoked` {connectionId, storeId, reason:
 merchant | partner | replaced}, `store.settings.updated` {storeId, greenInvoices},
 `customers.upload.finished` {uploadId, storeId, status, records, created, updated,
-unchanged, rejected}. A store's events go to every partner connected to it.
+unchanged, rejected}. A store's settings go to every partner connected to it; a
+finished upload to the partner whose connection asked for its URL.
 """
 
 from __future__ import annotations
@@ -104,6 +105,29 @@ def to_connected_partners(
             partner_id=partner_id,
             connection_id=connection_id,
             event_type=event_type,
+            data=data,
+        )
+
+
+def upload_finished(
+    session: Session, *, connection_id: str | None, store_id: str, data: dict[str, Any]
+) -> None:
+    """To the partner whose connection asked for the upload URL, while it is connected
+    (an upload from before connections were recorded: to every connected partner)."""
+    if connection_id is None:
+        to_connected_partners(session, store_id=store_id, event_type=UPLOAD_FINISHED, data=data)
+        return
+    partner_id = session.scalar(
+        select(_CONNECTIONS.c.partner_id).where(
+            _CONNECTIONS.c.id == connection_id, _CONNECTIONS.c.revoked_at.is_(None)
+        )
+    )
+    if partner_id is not None:
+        record_event(
+            session,
+            partner_id=partner_id,
+            connection_id=connection_id,
+            event_type=UPLOAD_FINISHED,
             data=data,
         )
 
