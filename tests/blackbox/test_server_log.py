@@ -52,9 +52,14 @@ def test_server_log_holds_no_secret_or_token(box: Box, cast: Cast) -> None:
     httpx.put(used, json=[], timeout=30)
     secrets.append(used.rsplit("/", 1)[-1])
 
-    # Pairing code and the durable token it yields.
+    # Pairing code and the durable token it yields, then revoked by the partner
+    # (POST /v1/auth/revoke carries the token in its query).
     paired = box.connect_by_pairing(cast.plain2, cast.merchant)
     secrets.append(paired.access_token)
+    revoked = box.http.post(
+        "/v1/auth/revoke", params={**cast.plain2.creds, "token": paired.access_token}
+    )
+    assert revoked.json() == {"success": True}
 
     logs = box.server.logs()
     assert "/v1/stores" in logs, "the access log is expected to be on"

@@ -12,6 +12,7 @@ SECRET_QUERY_PARAMS = (
     "code",
     "integration_token",
     "refresh_token",
+    "token",  # POST /v1/auth/revoke?token=: an access or refresh token
     "k",
     "sig",
 )
