@@ -10,7 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 from tests.conftest import LiveServer, database_url  # noqa: F401  (the suite's database fixture)
+
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.merchant.accounts import create_merchant
+from partnerlink.partners.service import register_partner
+from partnerlink.settings import Settings
 
 PASSWORD = "sdk-test-password-1"
 
@@ -18,6 +24,7 @@ PASSWORD = "sdk-test-password-1"
 @dataclass
 class Server:
     live: LiveServer
+    sessions: sessionmaker[Session]
 
     @property
     def url(self) -> str:
@@ -28,15 +35,20 @@ class Server:
         assert done.returncode == 0, done.stdout + done.stderr
         return json.loads(done.stdout)
 
-    def partner(self, pos_type: str, *extra: str) -> dict[str, Any]:
-        created: dict[str, Any] = self.cli(
-            "partners", "create", "--name", pos_type, "--pos-type", pos_type, "--ereceipt", *extra
-        )
-        return created
+    def partner(self, pos_type: str) -> dict[str, Any]:
+        """A partner with e-receipts, registered as `partners create` does (in process: a
+        command's start-up would cost seconds a test)."""
+        with self.sessions() as session, session.begin():
+            registered = register_partner(session, name=pos_type, pos_type=pos_type, ereceipt=True)
+            return {
+                "clientId": registered.partner.client_id,
+                "clientSecret": registered.client_secret,
+            }
 
     def merchant_store(self, email: str, *, receipts: bool) -> tuple[httpx.Client, str]:
         """A merchant (signed in, as an httpx client) with a profile and a manual store."""
-        self.cli("merchants", "create", "--email", email, "--password", PASSWORD)
+        with self.sessions() as session, session.begin():
+            create_merchant(session, email=email, password=PASSWORD)
         merchant = httpx.Client(base_url=self.url, timeout=30)
         session = merchant.post(
             "/merchant/api/sessions", json={"email": email, "password": PASSWORD}
@@ -73,7 +85,9 @@ def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         }
     )
     live.start()
+    engine = make_engine(Settings(database_url=database_url).database_url)
     try:
-        yield Server(live)
+        yield Server(live, make_sessionmaker(engine))
     finally:
         live.stop()
+        engine.dispose()
