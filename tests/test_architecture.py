@@ -52,7 +52,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         ),
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
-        "measurement": "console customers db deps merchant orders problems web",
+        "measurement": "console customers db deps merchant orders problems stores web",
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
         "worker": "customers orders receipts settings webhooks",
         "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",

@@ -3,6 +3,7 @@ merchant, texts that never reach a provider, and test webhook events."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +23,6 @@ from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.tokens.models import Connection
 from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.registration import set_webhook_url
 from tests.factories import create_connected_store
@@ -69,7 +69,35 @@ def test_credentials_and_tokens_carry_test(
     assert rotated.startswith("plk_cs_test_")
     sandbox["client_secret"] = rotated
     started = client.post("/v1/auth/integration", params=sandbox)
-    assert started.json()["integrationToken"].startswith("plk_it_test_")
+    integration = started.json()["integrationToken"]
+    assert integration.startswith("plk_it_test_")
+    # The consent flow with a merchant's own profile: test tokens, and a test store.
+    shop = create_connected_store(session)
+    session.commit()
+    profile_id = shop.profile.id
+    session.rollback()
+    approved = client.post(
+        f"/merchant/api/consents/{integration}/approve",
+        json={"clientId": sandbox["client_id"], "profileId": profile_id},
+        headers=sign_in(client),
+    )
+    assert approved.status_code == 200, approved.text
+    tokens = client.get(
+        "/v1/auth/integration/token", params={**sandbox, "integration_token": integration}
+    ).json()
+    assert tokens["accessToken"].startswith("plk_at_test_")
+    assert tokens["refreshToken"].startswith("plk_rt_test_")
+    refreshed = client.post(
+        "/v1/auth/token",
+        params={**sandbox, "code": tokens["refreshToken"], "grant_type": "refresh_token"},
+    ).json()
+    assert refreshed["accessToken"].startswith("plk_at_test_")
+    status = client.get(
+        "/v1/auth/token/status", headers={"Authorization": f"Bearer {refreshed['accessToken']}"}
+    ).json()
+    store = session.get(Store, status["storeId"])
+    assert store is not None and store.is_test
+    session.rollback()
 
 
 def test_the_whole_pairing_flow_runs_with_no_merchant_and_texts_stay_home(
@@ -128,12 +156,11 @@ def test_a_live_stores_texts_still_go_out(
     assert "LIVE-1" in fake_twilio.requests[0].form["Body"]
 
 
-def test_live_clients_and_live_stores_are_refused_and_nothing_is_stored(
+def test_live_clients_are_refused_and_nothing_is_stored(
     client: TestClient, session: Session, sandbox: dict[str, str]
 ) -> None:
     live = create_connected_store(session)
     session.commit()
-    live_store_id = live.store.id
     stores_before = count(session, Store)
     refused = client.post(
         "/v1/sandbox/pairing-codes",
@@ -147,17 +174,56 @@ def test_live_clients_and_live_stores_are_refused_and_nothing_is_stored(
     missing = client.post("/v1/sandbox/pairing-codes", params={"client_id": sandbox["client_id"]})
     assert missing.status_code == 400
     assert count(session, Store) == stores_before
-    # A real merchant's store, offered to the sandbox partner's posType: never connected.
+
+
+def test_a_store_a_sandbox_partner_connects_stays_out_of_results_and_audiences(
+    client: TestClient, session: Session, sandbox: dict[str, str]
+) -> None:
+    """A merchant pairs one of their stores with a sandbox partner: it becomes a test
+    store; its orders and the customers known only from it leave results and exports,
+    while the merchant's live store counts as before."""
+    live = create_connected_store(session, ereceipt=True)
+    session.commit()
+    profile_id, live_store_id = live.profile.id, live.store.id
+    session.rollback()
     merchant = sign_in(client)
+    second = client.post(
+        f"/merchant/api/profiles/{profile_id}/stores",
+        json={"name": "Pop-up", "address": "2 Main Street", "countryCode": "US"},
+        headers=merchant,
+    ).json()["store"]
     code = client.post(
-        f"/merchant/api/stores/{live_store_id}/pairing-codes",
+        f"/merchant/api/stores/{second['id']}/pairing-codes",
         json={"posType": "acme-sandbox"},
         headers=merchant,
     ).json()["code"]
-    connections_before = count(session, Connection)
-    paired = client.post("/v1/auth/integration/pair", json={"code": code})
-    assert paired.status_code == 403 and paired.json()["code"] == "sandbox_partner"
-    assert count(session, Connection) == connections_before
+    paired = client.post("/v1/auth/integration/pair", json={"code": code}).json()
+    assert paired["access_token"].startswith("plk_at_test_")
+    test_bearer = {"Authorization": f"Bearer {paired['access_token']}"}
+    for order_id, who, headers in (
+        ("LIVE-1", "live@example.com", live.auth),
+        ("TEST-1", "test@example.com", test_bearer),
+    ):
+        body = order_body(order_id, customerEmail=who, customerPhoneNumber=None)
+        assert client.post("/v1/orders", json=body, headers=headers).status_code == 200
+    store = session.get(Store, second["id"])
+    assert store is not None and store.is_test
+    assert not session.get(Store, live_store_id).is_test  # type: ignore[union-attr]
+    session.rollback()
+
+    results = client.get(
+        f"/merchant/api/profiles/{profile_id}/results?from=2024-01-01&to=2030-12-31",
+        headers=merchant,
+    ).json()
+    assert sum(c["orders"] for c in results["classes"].values()) == 1
+    exported = client.get(
+        f"/merchant/api/profiles/{profile_id}/audiences/all/export?format=meta", headers=merchant
+    )
+    assert exported.status_code == 200
+    lines = exported.text.strip().splitlines()
+    assert len(lines) == 2  # the header and the live customer only
+    sizes = client.get(f"/merchant/api/profiles/{profile_id}/audiences", headers=merchant).json()
+    assert json.dumps(sizes).count('"all"') >= 1
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from partnerlink.audiences.hashing import sha256_hex
 from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.customers.models import Customer
 from partnerlink.orders.models import Order
+from partnerlink.stores.models import Store
 
 SEGMENTS = ("all", "buyers", "new", "repeat", "lapsed", "top")
 NEW_DAYS = 30
@@ -47,6 +48,7 @@ customers = Customer.__table__
 orders = Order.__table__
 opt_outs = OptOut.__table__
 suppressions = Suppression.__table__
+stores = Store.__table__
 
 EXPORT_COLUMNS = (
     customers.c.email,
@@ -103,6 +105,9 @@ class Scope:
     now: datetime
     currency: str | None  # the profile's most used order currency (top's spend)
     has_suppressions: bool
+    # A sandbox partner's stores are in it: their orders, and the customers known only
+    # from them, stay out (CONTRACT §9).
+    has_test_stores: bool = False
 
 
 def most_used_currency(connection: Connection, profile_id: str) -> str | None:
@@ -114,6 +119,15 @@ def most_used_currency(connection: Connection, profile_id: str) -> str | None:
         .limit(1)
     )
     return connection.scalar(statement)
+
+
+def has_test_stores(connection: Connection, profile_id: str) -> bool:
+    statement = select(stores.c.id).where(stores.c.profile_id == profile_id, stores.c.is_test)
+    return connection.scalar(statement.limit(1)) is not None
+
+
+def _test_store_ids() -> Select[Any]:
+    return select(stores.c.id).where(stores.c.is_test)
 
 
 def has_suppressions(connection: Connection, profile_id: str) -> bool:
@@ -134,6 +148,8 @@ def _stats(scope: Scope, low: int | None = None, high: int | None = None) -> Sub
         .where(orders.c.profile_id == scope.profile_id, orders.c.customer_id.is_not(None))
         .group_by(orders.c.customer_id)
     )
+    if scope.has_test_stores:
+        statement = statement.where(orders.c.store_id.not_in(_test_store_ids()))
     if low is not None:
         statement = statement.where(orders.c.customer_id > low)
     if high is not None:
@@ -147,6 +163,14 @@ def _eligible(scope: Scope) -> ColumnElement[bool]:
         customers.c.profile_id == scope.profile_id,
         ~exists().where(opt_outs.c.customer_id == customers.c.id),
     ]
+    if scope.has_test_stores:  # a customer whose orders are all at test stores
+        at_test = orders.c.store_id.in_(_test_store_ids())
+        clauses.append(
+            ~and_(
+                exists().where(orders.c.customer_id == customers.c.id, at_test),
+                ~exists().where(orders.c.customer_id == customers.c.id, ~at_test),
+            )
+        )
     if scope.has_suppressions:
         clauses.append(
             ~exists().where(

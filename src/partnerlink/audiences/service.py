@@ -63,6 +63,7 @@ def _scope(session: Session, profile_id: str) -> queries.Scope:
         now=utcnow(),
         currency=queries.most_used_currency(connection, profile_id),
         has_suppressions=queries.has_suppressions(connection, profile_id),
+        has_test_stores=queries.has_test_stores(connection, profile_id),
     )
 
 

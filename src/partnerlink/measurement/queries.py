@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Date, Select, cast, distinct, func, select
+from sqlalchemy import Date, Select, and_, cast, distinct, exists, func, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -14,6 +14,7 @@ from partnerlink.customers.models import Customer
 from partnerlink.measurement.models import Campaign
 from partnerlink.orders.conversion import NEW
 from partnerlink.orders.models import Order
+from partnerlink.stores.models import Store
 
 
 def campaigns_of(profile_id: str) -> Select[Campaign]:
@@ -49,12 +50,30 @@ def _day(session: Session) -> ColumnElement[Any]:
     return func.date(Order.ordered_at)
 
 
-def _in_period(profile_id: str, start: datetime, end: datetime) -> list[ColumnElement[bool]]:
-    return [Order.profile_id == profile_id, Order.ordered_at >= start, Order.ordered_at < end]
+def has_test_stores(profile_id: str) -> Select[str]:
+    """A sandbox partner's store in the profile (CONTRACT §9): its orders stay out."""
+    return select(Store.id).where(Store.profile_id == profile_id, Store.is_test.is_(True)).limit(1)
+
+
+def _live(live_only: bool) -> list[ColumnElement[bool]]:
+    if not live_only:
+        return []
+    return [Order.store_id.not_in(select(Store.id).where(Store.is_test.is_(True)))]
+
+
+def _in_period(
+    profile_id: str, start: datetime, end: datetime, live_only: bool = False
+) -> list[ColumnElement[bool]]:
+    return [
+        Order.profile_id == profile_id,
+        Order.ordered_at >= start,
+        Order.ordered_at < end,
+        *_live(live_only),
+    ]
 
 
 def orders_by_day(
-    session: Session, profile_id: str, start: datetime, end: datetime
+    session: Session, profile_id: str, start: datetime, end: datetime, live_only: bool = False
 ) -> Select[Any, str, str | None, str, int, int]:
     """Counts and revenue by (day, class, campaign, currency): one pass over the period."""
     day = _day(session)
@@ -67,29 +86,38 @@ def orders_by_day(
             func.count(),
             func.sum(Order.order_price),
         )
-        .where(*_in_period(profile_id, start, end))
+        .where(*_in_period(profile_id, start, end, live_only))
         .group_by(day, Order.conversion, Order.campaign_id, Order.order_currency)
     )
 
 
 def new_customers_by_campaign(
-    profile_id: str, start: datetime, end: datetime
+    profile_id: str, start: datetime, end: datetime, live_only: bool = False
 ) -> Select[str | None, int]:
     return (
         select(Order.campaign_id, func.count(distinct(Order.customer_id)))
-        .where(*_in_period(profile_id, start, end), Order.conversion == NEW)
+        .where(*_in_period(profile_id, start, end, live_only), Order.conversion == NEW)
         .group_by(Order.campaign_id)
     )
 
 
-def customers_before(profile_id: str, moment: datetime) -> Select[int]:
-    return select(Customer.id).where(
+def customers_before(profile_id: str, moment: datetime, live_only: bool = False) -> Select[int]:
+    statement = select(Customer.id).where(
         Customer.profile_id == profile_id, Customer.created_at < moment
     )
+    if live_only:  # not a customer known only from a sandbox partner's (test) stores
+        at_test = Order.store_id.in_(select(Store.id).where(Store.is_test.is_(True)))
+        statement = statement.where(
+            ~and_(
+                exists().where(Order.customer_id == Customer.id, at_test),
+                ~exists().where(Order.customer_id == Customer.id, ~at_test),
+            )
+        )
+    return statement
 
 
 def spend_by_customer(
-    profile_id: str, start: datetime, end: datetime
+    profile_id: str, start: datetime, end: datetime, live_only: bool = False
 ) -> Select[int | None, str, int]:
     """What each customer bought in [start, end], by currency (anonymous orders left out)."""
     return (
@@ -99,6 +127,7 @@ def spend_by_customer(
             Order.ordered_at >= start,
             Order.ordered_at <= end,
             Order.customer_id.is_not(None),
+            *_live(live_only),
         )
         .group_by(Order.customer_id, Order.order_currency)
     )

@@ -74,12 +74,19 @@ def _grouped(
 ) -> list[tuple[date, str, str | None, str, int, int]]:
     """(week, class, campaign, currency, orders, revenue) groups: one pass over the period."""
     low, high = _bounds(start, end)
+    live_only = _has_test_stores(session, profile_id)
     return [
         (week_start(_as_date(day)), conversion, campaign_id, currency, count, int(amount or 0))
         for day, conversion, campaign_id, currency, count, amount in session.execute(
-            queries.orders_by_day(session, profile_id, low, high)
+            queries.orders_by_day(session, profile_id, low, high, live_only)
         )
     ]
+
+
+def _has_test_stores(session: Session, profile_id: str) -> bool:
+    """Orders of a sandbox partner's (test) stores stay out of results and lift; the
+    filter is added only where there are some, so the usual query is unchanged."""
+    return session.scalar(queries.has_test_stores(profile_id)) is not None
 
 
 def results(session: Session, *, profile_id: str, start: date, end: date) -> dict[str, Any]:
@@ -100,7 +107,13 @@ def results(session: Session, *, profile_id: str, start: date, end: date) -> dic
             campaign_money[campaign_id][currency] += amount
     low, high = _bounds(start, end)
     new_customers: dict[str | None, int] = dict(
-        session.execute(queries.new_customers_by_campaign(profile_id, low, high)).tuples().all()
+        session.execute(
+            queries.new_customers_by_campaign(
+                profile_id, low, high, _has_test_stores(session, profile_id)
+            )
+        )
+        .tuples()
+        .all()
     )
     campaigns = {c.campaign_id: c.name for c in session.scalars(queries.campaigns_of(profile_id))}
     for campaign_id in campaign_orders:
@@ -174,14 +187,15 @@ def lift(session: Session, campaign: Campaign) -> dict[str, Any]:
     start = campaign.starts_at
     end = campaign.ends_at or utcnow()
     profile_id = campaign.profile_id
+    live_only = _has_test_stores(session, profile_id)
     spend: dict[int, dict[str, int]] = defaultdict(dict)
     for customer_id, currency, amount in session.execute(
-        queries.spend_by_customer(profile_id, start, end)
+        queries.spend_by_customer(profile_id, start, end, live_only)
     ):
         if customer_id is not None:
             spend[customer_id][currency] = int(amount or 0)
     groups = {"test": _Group(), "control": _Group()}
-    for customer_id in session.scalars(queries.customers_before(profile_id, start)):
+    for customer_id in session.scalars(queries.customers_before(profile_id, start, live_only)):
         control = is_control(campaign.salt, customer_id, campaign.holdout_percent)
         group = groups["control" if control else "test"]
         group.customers += 1

@@ -1,12 +1,12 @@
 """A sandbox partner's test stores and test events.
 
 Each sandbox partner gets a sandbox merchant of its own (an account nobody signs
-in to: its password is random and never shown) with one profile; every test
-store is made there, flagged `is_test`, and a pairing code is reserved for it
-exactly as a merchant reserves one. So a partner runs the whole pairing flow with
-no merchant, and its data never mixes with a real merchant's: results and
-audiences are per profile, and no real profile holds a test store. Texts of test
-stores are recorded and never sent (receipts/tasks.py).
+in to: its password is random and never shown) with one profile; the endpoint's
+test stores are made there and a pairing code is reserved for each exactly as a
+merchant reserves one, so a partner runs the whole pairing flow with no merchant.
+Any store a sandbox partner connects is a test store (tokens.service.open_connection):
+its texts are recorded and never sent (receipts/tasks.py), and its orders and the
+customers known only from it stay out of results and audiences.
 """
 
 from __future__ import annotations

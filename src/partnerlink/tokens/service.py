@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.partners.models import Partner
-from partnerlink.problems import Forbidden, InvalidToken
+from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
     REFRESH_TOKEN_PREFIX,
@@ -26,13 +26,6 @@ from partnerlink.webhooks.events import connection_revoked
 # tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
 # nothing of it: a connection names its store's posType through this one column.
 _STORES = table("stores", column("id"), column("pos_type"), column("is_test"))
-
-
-class SandboxPartnerLiveStore(Forbidden):
-    code = "sandbox_partner"
-    detail = (
-        "A sandbox partner connects only test stores: get one with POST /v1/sandbox/pairing-codes."
-    )
 
 
 @dataclass(frozen=True)
@@ -67,10 +60,10 @@ def open_connection(
     A store holds at most one live connection per partner (CONTRACT.md §6), and
     its posType follows the partner connected last.
     """
-    sandbox = session.scalar(select(Partner.sandbox).where(Partner.id == partner_id))
-    is_test = session.scalar(select(_STORES.c.is_test).where(_STORES.c.id == store_id))
-    if sandbox and not is_test:  # a real merchant's store never gets sandbox data
-        raise SandboxPartnerLiveStore()
+    if session.scalar(select(Partner.sandbox).where(Partner.id == partner_id)):
+        # CONTRACT §9: a sandbox partner's stores are test stores (texts never sent, data
+        # out of results and audiences), whichever way it connected them.
+        session.execute(update(_STORES).where(_STORES.c.id == store_id).values(is_test=True))
     now = utcnow()
     replaced = session.scalars(
         update(Connection)
