@@ -1,0 +1,91 @@
+"""A webhook's connection goes only to an address checked in the same resolution.
+
+A DNS server that rebinds (answers a public address to the check, then loopback to
+the connection) is stood in for by the resolver the operating system is asked
+through, `socket.getaddrinfo`: only the name `rebind.test` is answered by the test,
+every other look-up (address literals included) by the real resolver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from partnerlink.webhooks.addresses import NonPublicAddress, public_addresses
+from partnerlink.webhooks.delivery import DELIVERY_ERRORS, post_event
+from tests.webhooks.receiver import Receiver, start_receiver
+
+PUBLIC = "93.184.215.14"  # a global unicast address; whatever answers there, not our receiver
+SECRET = "whsec_test"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = start_receiver()
+    yield server
+    server.close()
+
+
+def rebinding_resolver(answers: list[str]) -> tuple[Any, list[str]]:
+    """getaddrinfo that answers `rebind.test` with each of `answers` in turn (the last
+    one from then on), and every other name as the system does; with the names asked."""
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def resolve(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)
+        asked.append(host)
+        address = answers[min(len(asked), len(answers)) - 1]
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    return resolve, asked
+
+
+def test_a_name_that_rebinds_to_loopback_after_the_check_is_not_reached(
+    monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    resolve, asked = rebinding_resolver([PUBLIC, "127.0.0.1"])
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    port = receiver.server.server_address[1]
+    # Whatever the public address does (answers, refuses, times out), loopback is not reached.
+    with contextlib.suppress(*DELIVERY_ERRORS):
+        post_event(
+            f"http://rebind.test:{port}/hooks", b"{}", SECRET, allow_private=False, timeout=2
+        )
+    assert asked == ["rebind.test"]  # resolved once, by the check that connected
+    assert receiver.received == []
+
+
+def test_a_name_with_one_private_address_among_public_ones_is_refused_without_connecting(
+    monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (PUBLIC, port)),
+            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", port)),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    port = receiver.server.server_address[1]
+    with pytest.raises(NonPublicAddress, match=r"127\.0\.0\.1"):
+        post_event(f"http://rebind.test:{port}/hooks", b"{}", SECRET, allow_private=False)
+    assert receiver.received == []
+    addresses, problem = public_addresses("rebind.test")
+    assert addresses == [] and problem is not None and "loopback" in problem
+
+
+def test_allowed_private_addresses_are_reached_signed(receiver: Receiver) -> None:
+    status = post_event(receiver.url, b'{"id":"evt_1"}', SECRET, allow_private=True)
+    assert status == 200
+    [received] = receiver.received
+    assert received.body == b'{"id":"evt_1"}' and received.signature.startswith("t=")
+    assert received.content_type == "application/json"
