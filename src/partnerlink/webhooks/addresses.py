@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 import typing
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpcore
@@ -21,7 +20,6 @@ from partnerlink.problems import ValidationFailed
 
 MAX_URL_CHARS = 2000
 
-Resolver = Callable[..., list[tuple[typing.Any, ...]]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -52,13 +50,11 @@ def checked_webhook_url(raw: str, *, allow_private: bool) -> str:
     return url
 
 
-def public_addresses(
-    host: str, port: int | None = None, resolve: Resolver | None = None
-) -> tuple[list[IPAddress], str | None]:
+def public_addresses(host: str, port: int | None = None) -> tuple[list[IPAddress], str | None]:
     """The addresses `host` resolves to, or why it may not receive webhooks. One
     non-public address refuses the whole name: a receiver has no reason to publish one."""
     try:
-        infos = (resolve or socket.getaddrinfo)(host, port, proto=socket.IPPROTO_TCP)
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return [], f"host {host!r} does not resolve"
     addresses: list[IPAddress] = []
@@ -85,9 +81,8 @@ class PublicAddressesOnly(httpcore.SyncBackend):
     addresses checked in the same resolution (TLS still verifies the URL's own name,
     which httpcore passes to the handshake separately)."""
 
-    def __init__(self, *, allow_private: bool, resolve: Resolver | None = None):
+    def __init__(self, *, allow_private: bool):
         self._allow_private = allow_private
-        self._resolve = resolve
 
     def connect_tcp(
         self,
@@ -99,7 +94,7 @@ class PublicAddressesOnly(httpcore.SyncBackend):
     ) -> httpcore.NetworkStream:
         if self._allow_private:
             return super().connect_tcp(host, port, timeout, local_address, socket_options)
-        addresses, problem = public_addresses(host, port, self._resolve)
+        addresses, problem = public_addresses(host, port)
         if problem:
             raise NonPublicAddress(problem)
         for address in addresses[:-1]:  # each checked above; the first that answers

@@ -13,8 +13,10 @@ then the event is `failed` (given up) and the queue moves on.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import ssl
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -42,6 +44,13 @@ LEASE_SECONDS = 60  # well past the timeout: a claimed event is never sent twice
 CLAIM_LIMIT = 32
 POOL_THREADS = 8
 MAX_BACKOFF_FACTOR = 360
+# What a receiver or the network can do to a delivery; anything else is our bug.
+DELIVERY_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+)
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -177,13 +186,11 @@ def _deliver(sessions: sessionmaker[Session], settings: Settings, event: _Claime
         )
 
 
-# What a receiver or the network can do to a delivery; anything else is our bug.
-DELIVERY_ERRORS = (
-    httpcore.TimeoutException,
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.UnsupportedProtocol,
-)
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying context for every delivery: loading the CA bundle costs
+    milliseconds, and a context is safe to share between the pool's threads."""
+    return httpx.create_ssl_context()
 
 
 def post_event(
@@ -200,7 +207,7 @@ def post_event(
     timeouts = dict.fromkeys(("connect", "read", "write", "pool"), timeout)
     with (
         httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=_tls_context(),
             network_backend=PublicAddressesOnly(allow_private=allow_private),
         ) as pool,
         pool.stream(
