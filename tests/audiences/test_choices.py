@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from datetime import UTC, datetime
@@ -12,8 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from partnerlink.audiences.choices import opt_in_phone, opt_out_phone
 from partnerlink.audiences.models import Suppression
-from partnerlink.audiences.service import opt_in_phone, opt_out_phone
 from partnerlink.db.base import Base
 from partnerlink.measurement.models import Touch
 from partnerlink.orders.conversion import identifier_hash
@@ -168,6 +169,12 @@ def test_erasure_leaves_nothing_personal_in_the_database_or_the_log(
         customerFirstName=erased["first"],
         customerLastName=erased["last"],
     )
+    # The partner's free text carries the person too, in forms of its own (CONTRACT §12).
+    details = body["orderDetails"]
+    details["note"] = "Call ZEBEDIAH on (415) 555-0177 or zebediah.quuxworth@EXAMPLE.com"
+    details["vehicle"] = {"plate": "QUUXWORTH-1", "owner": ["Zebediah Quuxworth"]}
+    details["orderItems"][0]["itemName"] = "Flat white for Zebediah"
+    details["orderPayments"][0]["cardHolder"] = "Z. Quuxworth, 4155550177"
     assert http.post("/v1/orders", json=body, headers=shop.auth).status_code == 200
     _wait_for(lambda: _sent_receipts(session) == 1)
     signed_in = http.post(
@@ -189,8 +196,15 @@ def test_erasure_leaves_nothing_personal_in_the_database_or_the_log(
     assert order.customer_id is None and order.conversion == "anonymous"
     assert session.scalars(select(Receipt.to_phone)).one() is None
     assert session.scalar(select(Touch.id)) is None
-    hashes = set(session.scalars(select(Suppression.identifier_sha256)))
-    assert len(hashes) == 2 and all(len(h) == 64 for h in hashes)
+    # Only keyed digests are kept: never the unkeyed SHA-256 of the email or the phone.
+    for value in (erased["email"], erased["phone"], erased["phone"].lstrip("+")):
+        assert hashlib.sha256(value.encode()).hexdigest() not in everything, value
+    assert len(set(session.scalars(select(Suppression.identifier_digest)))) == 2
+    stored = session.scalars(select(Order.details)).one()
+    assert stored["note"] == "Call [erased] on [erased] or [erased]"
+    assert stored["vehicle"] == {"plate": "[erased]-1", "owner": ["[erased] [erased]"]}
+    assert stored["orderItems"][0]["itemName"] == "Flat white for [erased]"
+    assert stored["orderPayments"][0]["cardHolder"] == "Z. [erased], [erased]"
     log = live_server.logs().lower()
     for value in erased.values():
         assert value.lower() not in log, value

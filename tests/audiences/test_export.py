@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences import hashing, service
-from partnerlink.audiences.service import opt_out_phone
+from partnerlink.audiences.choices import opt_out_phone
 from tests.audiences.helpers import add_customer, add_order
 from tests.factories import ConnectedStoreFixture, create_merchant_account, create_profile
 

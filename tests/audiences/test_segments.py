@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences.service import opt_out_phone
+from partnerlink.audiences.choices import opt_out_phone
 from tests.audiences.helpers import add_customer, add_order
 from tests.factories import ConnectedStoreFixture
 

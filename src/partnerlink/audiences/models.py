@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import Boolean, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.customers.models import Customer
@@ -12,7 +12,12 @@ from partnerlink.db.base import Base, UTCDateTime, utcnow
 
 
 class OptOut(Base):
-    """A customer who is never exported again (merchant's request or an SMS STOP)."""
+    """A customer who is never exported again, and who asked for it.
+
+    The merchant's opt-out (§8) and the phone's SMS STOP (§9) are kept apart: START
+    lifts only what STOP did, and the merchant lifts only its own (CONTRACT §12).
+    The row goes when neither holds any more.
+    """
 
     __tablename__ = "audience_opt_outs"
 
@@ -23,10 +28,22 @@ class OptOut(Base):
         ForeignKey("profiles.id", ondelete="CASCADE"), index=True
     )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    by_merchant: Mapped[bool] = mapped_column(Boolean, default=False)
+    by_stop: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+# What a suppression's digest is of: the identifier itself, or (for rows erased
+# before digests were keyed) the identifier's SHA-256 hex, which is all that was
+# kept of it; `LEGACY_SHA256` rows are the unkeyed hashes themselves, waiting for
+# the start-up that keys them (audiences/legacy_digests.py).
+DIGEST_OF_VALUE = "hmac"
+DIGEST_OF_SHA256 = "hmac-of-sha256"
+LEGACY_SHA256 = "sha256"
 
 
 class Suppression(Base):
-    """An erased person's email or phone, kept only as SHA-256 hex of its normalized form.
+    """An erased person's email or phone, kept only as a keyed digest of its normalized form
+    (security/identifier_digests.py, CONTRACT §12).
 
     Email: trimmed and lower-cased; phone: E.164 with its `+` (CONTRACT §6, §7): the
     forms customers are stored in, so a customer who comes back is recognised.
@@ -37,7 +54,8 @@ class Suppression(Base):
     profile_id: Mapped[str] = mapped_column(
         ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True
     )
-    identifier_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    identifier_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    digest_of: Mapped[str] = mapped_column(String(16), default=DIGEST_OF_VALUE)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -35,9 +35,10 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from partnerlink.audiences.hashing import sha256_hex
-from partnerlink.audiences.models import OptOut, Suppression
+from partnerlink.audiences.models import DIGEST_OF_SHA256, OptOut, Suppression
 from partnerlink.customers.models import Customer
 from partnerlink.orders.models import Order
+from partnerlink.security.identifier_digests import identifier_digest_sql, register_digest_function
 from partnerlink.stores.models import Store
 
 SEGMENTS = ("all", "buyers", "new", "repeat", "lapsed", "top")
@@ -86,15 +87,30 @@ def insert_new(connection: Connection, table: Any, rows: Sequence[dict[str, Any]
     connection.execute(insert(table).values(list(rows)).on_conflict_do_nothing())
 
 
+def upsert_opt_outs(connection: Connection, rows: Sequence[dict[str, Any]], by: str) -> None:
+    """Records `by`'s opt-out (`by_merchant` or `by_stop`) beside any other already held."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = insert(OptOut).values(list(rows))
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=[opt_outs.c.customer_id], set_={by: statement.excluded[by]}
+        )
+    )
+
+
 def _sqlite_sha256(value: str | None) -> str | None:
     return None if value is None else sha256_hex(value)
 
 
-def prepare(connection: Connection) -> None:
-    """Gives SQLite the SHA-256 function PostgreSQL has built in (idempotent, per connection)."""
+def prepare(connection: Connection, digest_key: bytes) -> None:
+    """Gives SQLite the SHA-256 function PostgreSQL has built in, and the identifiers'
+    keyed digest (idempotent, per connection)."""
     if connection.dialect.name == "sqlite":
         raw: Any = connection.connection.driver_connection
         raw.create_function("partnerlink_sha256", 1, _sqlite_sha256, deterministic=True)
+        register_digest_function(connection, digest_key)
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,11 @@ class Scope:
     now: datetime
     currency: str | None  # the profile's most used order currency (top's spend)
     has_suppressions: bool
+    # The suppression list's keyed digests, as the database computes them.
+    dialect: str = "sqlite"
+    digest_key: bytes = b""
+    # Rows erased before digests were keyed: digests of the identifiers' SHA-256.
+    has_legacy_suppressions: bool = False
     # A sandbox partner's stores are in it: their orders, and the customers known only
     # from them, stay out (CONTRACT §9).
     has_test_stores: bool = False
@@ -130,8 +151,10 @@ def _test_store_ids() -> Select[Any]:
     return select(stores.c.id).where(stores.c.is_test)
 
 
-def has_suppressions(connection: Connection, profile_id: str) -> bool:
+def has_suppressions(connection: Connection, profile_id: str, *, legacy: bool = False) -> bool:
     statement = select(suppressions.c.profile_id).where(suppressions.c.profile_id == profile_id)
+    if legacy:
+        statement = statement.where(suppressions.c.digest_of == DIGEST_OF_SHA256)
     return connection.scalar(statement.limit(1)) is not None
 
 
@@ -172,11 +195,14 @@ def _eligible(scope: Scope) -> ColumnElement[bool]:
             )
         )
     if scope.has_suppressions:
+        identifiers: list[ColumnElement[Any]] = [customers.c.email, customers.c.phone_number]
+        if scope.has_legacy_suppressions:
+            identifiers += [sha256_of(customers.c.email), sha256_of(customers.c.phone_number)]
         clauses.append(
             ~exists().where(
                 suppressions.c.profile_id == scope.profile_id,
-                suppressions.c.identifier_sha256.in_(
-                    [sha256_of(customers.c.email), sha256_of(customers.c.phone_number)]
+                suppressions.c.identifier_digest.in_(
+                    [identifier_digest_sql(scope.dialect, scope.digest_key, i) for i in identifiers]
                 ),
             )
         )

@@ -15,14 +15,9 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences.api import download
-from partnerlink.audiences.service import (
-    DESCRIPTIONS,
-    audiences,
-    erase,
-    opt_out,
-    plan_export,
-)
+from partnerlink.audiences.api import digest_key, download
+from partnerlink.audiences.choices import erase, opt_out
+from partnerlink.audiences.service import DESCRIPTIONS, audiences, plan_export
 from partnerlink.console.deps import (
     ConsoleForm,
     ConsoleRoute,
@@ -49,11 +44,17 @@ def _path(profile_id: str) -> str:
     return f"/merchant/profiles/{profile_id}/audiences"
 
 
-def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, Any]:
+def _key(request: Request) -> bytes:
+    return digest_key(request.app.state.settings)
+
+
+def _context(
+    request: Request, session: Session, merchant_id: str, profile_id: str
+) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
     segments = [
         {**a, "description": DESCRIPTIONS[str(a["segment"])]}
-        for a in audiences(session, profile_id=profile.id)
+        for a in audiences(session, profile_id=profile.id, digest_key=_key(request))
     ]
     return {"profile": profile, "segments": segments, "form": {}, "errors": {}}
 
@@ -62,7 +63,7 @@ def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, A
 def audiences_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
 ) -> HTMLResponse:
-    context = _context(session, user.merchant.id, profile_id)
+    context = _context(request, session, user.merchant.id, profile_id)
     done = DONE.get(request.query_params.get("done", ""))
     return console_page(request, user, PAGE, {**context, "notice": done})
 
@@ -77,7 +78,13 @@ def export_file(
     format: str = "",
 ) -> StreamingResponse:
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    plan = plan_export(session, profile_id=profile.id, segment=segment, file_format=format)
+    plan = plan_export(
+        session,
+        profile_id=profile.id,
+        segment=segment,
+        file_format=format,
+        digest_key=_key(request),
+    )
     return download(request, plan)
 
 
@@ -90,7 +97,7 @@ def _refused(
     form: dict[str, str],
 ) -> HTMLResponse:
     session.rollback()
-    context = _context(session, user.merchant.id, profile_id)
+    context = _context(request, session, user.merchant.id, profile_id)
     message = "Enter an email address or a phone number."
     if error.code != "missing_field":
         message = "Check the email address or phone number: it cannot be matched as written."
@@ -131,8 +138,12 @@ def _carry_out(
 ) -> Response:
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
     choice, matched = CHOICES[action]
+    # Erasure keeps keyed digests of the identifiers (CONTRACT §12).
+    keyed = {"digest_key": _key(request)} if action == "erase" else {}
     try:
-        count = choice(session, profile_id=profile.id, email=person.email, phone=person.phone)
+        count = choice(
+            session, profile_id=profile.id, email=person.email, phone=person.phone, **keyed
+        )
     except ValidationFailed as error:
         return _refused(request, session, user, profile_id, error, person.echoed(action))
     done = matched if count else "nobody"

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from typer._click import Context  # typer's own click: the one its commands run on
 from typer.core import TyperGroup
 
+from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
 from partnerlink.db.migrate import Migration, upgrade
 from partnerlink.problems import DomainError
@@ -100,7 +101,14 @@ def load_settings() -> Settings:
 def migrate(settings: Settings) -> Migration:
     """Brings the database to the newest schema; a database out of reach is one clear error."""
     try:
-        return upgrade(settings.database_url)
+        migration = upgrade(settings.database_url)
+        # What migration 0015 could not key without the service key (CONTRACT §12).
+        engine = make_engine(settings.database_url)
+        try:
+            key_legacy_digests_at_start(make_sessionmaker(engine), settings)
+        finally:
+            engine.dispose()
+        return migration
     except DBAPIError as error:
         raise CommandFailed(
             database_problem(error, settings.database_url), code="database_unavailable"

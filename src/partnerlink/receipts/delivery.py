@@ -2,7 +2,8 @@
 
 Twilio reports each message's fate to its status callback (`delivered`,
 `undelivered`, `failed`); the receipt takes it over. A phone that replies STOP
-(or another of Twilio's opt-out words) is kept in `sms_stops`: its pending
+(or another of Twilio's opt-out words) is kept in `sms_stops`, as a keyed digest
+of the number only (security/identifier_digests.py, CONTRACT §12): its pending
 receipts become `suppressed`, and so does every later one, never sent
 (`suppress_stopped`, run by the worker before it claims receipts). START
 lifts the stop. Opting the customer out of audiences is the audiences' side
@@ -11,13 +12,18 @@ lifts the stop. Opting the customer out of audiences is the audiences' side
 
 from __future__ import annotations
 
-from sqlalchemy import delete, exists, select, update
+from sqlalchemy import ColumnElement, delete, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
 from partnerlink.receipts.models import Receipt, SmsStop
+from partnerlink.security.identifier_digests import (
+    identifier_digest,
+    identifier_digest_sql,
+    register_digest_function,
+)
 
 DELIVERED, UNDELIVERED, SUPPRESSED = "delivered", "undelivered", "suppressed"
 # Twilio's final message statuses; the ones before them (queued, sending, sent) say
@@ -65,12 +71,13 @@ def reply_keyword(body: str | None) -> str | None:
     return None
 
 
-def stop_phone(session: Session, phone_e164: str) -> int:
+def stop_phone(session: Session, phone_e164: str, digest_key: bytes) -> int:
     """Stops texts to a phone; answers how many pending receipts were suppressed."""
-    if session.get(SmsStop, phone_e164) is None:
+    digest = identifier_digest(digest_key, phone_e164)
+    if session.get(SmsStop, digest) is None:
         try:
             with session.begin_nested():
-                session.add(SmsStop(phone_number=phone_e164, stopped_at=utcnow()))
+                session.add(SmsStop(phone_digest=digest, stopped_at=utcnow()))
         except IntegrityError:  # the same STOP, delivered twice at once
             pass
     result = session.execute(
@@ -82,22 +89,35 @@ def stop_phone(session: Session, phone_e164: str) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def start_phone(session: Session, phone_e164: str) -> bool:
+def start_phone(session: Session, phone_e164: str, digest_key: bytes) -> bool:
     """Lifts a stop; receipts suppressed meanwhile stay unsent (they were never wanted)."""
-    result = session.execute(delete(SmsStop).where(SmsStop.phone_number == phone_e164))
+    digest = identifier_digest(digest_key, phone_e164)
+    result = session.execute(delete(SmsStop).where(SmsStop.phone_digest == digest))
     return bool(getattr(result, "rowcount", 0))
 
 
-def is_stopped(session: Session, phone_e164: str) -> bool:
-    return session.get(SmsStop, phone_e164) is not None
+def is_stopped(session: Session, phone_e164: str, digest_key: bytes) -> bool:
+    return session.get(SmsStop, identifier_digest(digest_key, phone_e164)) is not None
 
 
-def suppress_stopped(session: Session) -> int:
+def stopped_receipt(session: Session, digest_key: bytes) -> ColumnElement[bool] | None:
+    """A receipt whose phone is on the STOP list, as SQL; None while the list is empty
+    (then no receipt's digest needs computing)."""
+    if session.scalar(select(SmsStop.phone_digest).limit(1)) is None:
+        return None
+    connection = session.connection()
+    register_digest_function(connection, digest_key)
+    digest = identifier_digest_sql(connection.dialect.name, digest_key, Receipt.to_phone)
+    return exists(select(SmsStop.phone_digest).where(SmsStop.phone_digest == digest))
+
+
+def suppress_stopped(session: Session, stopped: ColumnElement[bool] | None) -> int:
     """Suppresses pending receipts to stopped phones (run before each claim)."""
-    stopped = exists(select(SmsStop.phone_number).where(SmsStop.phone_number == Receipt.to_phone))
+    if stopped is None:
+        return 0
     result = session.execute(
         update(Receipt)
-        .where(Receipt.status == PENDING, stopped)
+        .where(Receipt.status == PENDING, Receipt.to_phone.is_not(None), stopped)
         .values(status=SUPPRESSED, lease_until=None)
         .execution_options(synchronize_session=False)
     )

@@ -42,9 +42,11 @@ class Receipt(Base):
 class SmsStop(Base):
     """A phone that replied STOP (or another opt-out word): it gets no more receipts
     until it replies START. Kept per number, across merchants: it is our sender it
-    stopped."""
+    stopped. The number is kept only as its keyed digest (of its E.164 form,
+    security/identifier_digests.py); a plain one, left by an older version, starts
+    with `+` until the start-up keys it (audiences/legacy_digests.py)."""
 
     __tablename__ = "sms_stops"
 
-    phone_number: Mapped[str] = mapped_column(String(20), primary_key=True)  # E.164
+    phone_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     stopped_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -29,7 +29,6 @@ from sqlalchemy import (
     Table,
     bindparam,
     cast,
-    exists,
     literal,
     select,
     update,
@@ -39,8 +38,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
 from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
-from partnerlink.receipts.delivery import suppress_stopped
-from partnerlink.receipts.models import Receipt, SmsStop
+from partnerlink.receipts.delivery import stopped_receipt, suppress_stopped
+from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.providers import (
     Delivery,
     Message,
@@ -48,6 +47,7 @@ from partnerlink.receipts.providers import (
     SmsProvider,
     provider_for,
 )
+from partnerlink.security.identifier_digests import identifier_key
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 
@@ -75,12 +75,13 @@ class _Claimed:
 def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Sends receipts that are due; returns how many it handled."""
     provider = provider_for(settings)
+    digest_key = identifier_key(settings.signing_key)
     if isinstance(provider, OutboxProvider):
-        return _record_in_outbox(sessions, provider)
+        return _record_in_outbox(sessions, provider, digest_key)
     # A sandbox partner's test stores: recorded as the outbox does, never sent (CONTRACT §9).
-    handled = _record_in_outbox(sessions, OutboxProvider(), test_stores=True)
+    handled = _record_in_outbox(sessions, OutboxProvider(), digest_key, test_stores=True)
     try:
-        claimed = _claim_due(sessions, limit=BATCH_SIZE)
+        claimed = _claim_due(sessions, digest_key, limit=BATCH_SIZE)
         for receipt in claimed:
             message = Message(receipt.id, receipt.order_id, receipt.to, receipt.body)
             # Each send is recorded at once: the window in which a crash could make the
@@ -91,10 +92,18 @@ def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> in
     return handled + len(claimed)
 
 
-def _due(now: datetime, *, limit: int, test_stores: bool | None = None) -> ColumnElement[int]:
+def _due(
+    now: datetime,
+    stopped: ColumnElement[bool] | None,
+    *,
+    limit: int,
+    test_stores: bool | None = None,
+) -> ColumnElement[int]:
     """The ids of receipts due now, oldest first, skipping rows another worker has locked;
     with `test_stores`, only those of test stores (True) or of real ones (False)."""
     query = select(Receipt.id)
+    if stopped is not None:  # a STOP that lands between suppress_stopped and this claim
+        query = query.where(~stopped)
     if test_stores is not None:
         of_test_store = Receipt.store_id.in_(select(Store.id).where(Store.is_test.is_(True)))
         query = query.where(of_test_store if test_stores else ~of_test_store)
@@ -103,8 +112,6 @@ def _due(now: datetime, *, limit: int, test_stores: bool | None = None) -> Colum
             Receipt.status == PENDING,
             Receipt.next_attempt_at <= now,
             (Receipt.lease_until.is_(None)) | (Receipt.lease_until < now),
-            # A STOP that lands between suppress_stopped and this claim.
-            ~exists(select(SmsStop.phone_number).where(SmsStop.phone_number == Receipt.to_phone)),
         )
         .order_by(Receipt.next_attempt_at)
         .limit(limit)
@@ -124,15 +131,21 @@ def _order_ids(session: Session, pks: list[int]) -> dict[int, str]:
 
 
 def _record_in_outbox(
-    sessions: sessionmaker[Session], outbox: OutboxProvider, *, test_stores: bool | None = None
+    sessions: sessionmaker[Session],
+    outbox: OutboxProvider,
+    digest_key: bytes,
+    *,
+    test_stores: bool | None = None,
 ) -> int:
     """Claims the due receipts and marks them sent in one statement, then logs each."""
     now = utcnow()
     with sessions.begin() as session:
-        suppress_stopped(session)
+        stopped = stopped_receipt(session, digest_key)
+        suppress_stopped(session, stopped)
+        due = _due(now, stopped, limit=BATCH_SIZE, test_stores=test_stores)
         rows = session.execute(
             update(Receipt)
-            .where(Receipt.id.in_(_due(now, limit=BATCH_SIZE, test_stores=test_stores)))
+            .where(Receipt.id.in_(due))
             .values(
                 status=SENT,
                 provider=outbox.name,
@@ -155,14 +168,16 @@ def _record_in_outbox(
     return len(rows)
 
 
-def _claim_due(sessions: sessionmaker[Session], *, limit: int) -> list[_Claimed]:
+def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int) -> list[_Claimed]:
     now = utcnow()
     lease_until = now + timedelta(seconds=LEASE_SECONDS)
     with sessions.begin() as session:
-        suppress_stopped(session)
+        stopped = stopped_receipt(session, digest_key)
+        suppress_stopped(session, stopped)
+        due = _due(now, stopped, limit=limit, test_stores=False)
         rows = session.execute(
             update(Receipt)
-            .where(Receipt.id.in_(_due(now, limit=limit, test_stores=False)))
+            .where(Receipt.id.in_(due))
             .values(lease_until=lease_until, attempts=Receipt.attempts + 1)
             .returning(
                 Receipt.id,
