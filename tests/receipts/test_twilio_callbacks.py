@@ -20,12 +20,15 @@ from sqlalchemy.orm import Session
 
 from partnerlink.audiences.models import OptOut
 from partnerlink.customers.models import Customer
+from partnerlink.db.base import Base
 from partnerlink.receipts.delivery import reply_keyword
 from partnerlink.receipts.queries import list_messages
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.receipts.twilio_callbacks import signature_is_valid
 from partnerlink.settings import Settings
 from tests.factories import ConnectedStoreFixture
+from tests.merchant.conftest import fresh_sign_in_budgets  # noqa: F401
+from tests.merchant.helpers import sign_in
 from tests.orders.builders import PHONE, order_body, post, receipts
 from tests.receipts.fake_twilio import AUTH_TOKEN, FakeTwilio
 
@@ -241,6 +244,57 @@ def test_stop_suppresses_receipts_and_opts_out_until_start(
     assert send_due_receipts(app.state.sessionmaker, twilio_settings) == 1
     assert [r.status for r in receipts(session)] == ["suppressed", "suppressed", "sent"]
     assert len(fake_twilio.requests) == 1
+
+
+def _opted_out(session: Session) -> list[tuple[bool, bool]]:
+    """(by the merchant, by STOP) of each opt-out."""
+    rows = [(o.by_merchant, o.by_stop) for o in session.scalars(select(OptOut))]
+    session.rollback()
+    return rows
+
+
+def test_start_lifts_only_what_stop_did_never_the_merchants_opt_out(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session, twilio_settings: Settings
+) -> None:
+    post(client, shop.auth, order_body())
+    owner = sign_in(client)
+    path = f"/merchant/api/profiles/{shop.profile.id}/customers/opt-out"
+    assert client.post(path, json={"phoneNumber": PHONE}, headers=owner).json() == {"optedOut": 1}
+    assert reply(client, twilio_settings, "STOP").status_code == 200
+    assert reply(client, twilio_settings, "START").status_code == 200
+    assert _opted_out(session) == [(True, False)]  # the merchant's opt-out stays
+
+    # The merchant lifts its own; a STOP meanwhile stays until START.
+    assert reply(client, twilio_settings, "STOP").status_code == 200
+    lifted = client.request("DELETE", path, json={"phoneNumber": PHONE}, headers=owner)
+    assert lifted.status_code == 200 and lifted.json() == {"optedIn": 1}
+    assert _opted_out(session) == [(False, True)]
+    assert reply(client, twilio_settings, "START").status_code == 200
+    assert _opted_out(session) == []
+
+
+def _every_value(session: Session) -> str:
+    parts = []
+    for table in Base.metadata.sorted_tables:
+        for row in session.execute(select(table)).all():
+            parts.extend(str(v) for v in row)
+    session.rollback()
+    return "\n".join(parts).lower()
+
+
+def test_the_stop_list_keeps_no_phone_number_nor_its_unkeyed_hash(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session, twilio_settings: Settings
+) -> None:
+    stopped = "+14155550199"  # a phone no order or customer carries
+    assert reply(client, twilio_settings, "STOP", phone=stopped).status_code == 200
+    everything = _every_value(session)
+    assert session.execute(select(Base.metadata.tables["sms_stops"])).all() != []
+    for form in (stopped, stopped.lstrip("+")):
+        assert form not in everything
+        assert hashlib.sha256(form.encode()).hexdigest() not in everything
+    session.rollback()
+    assert reply(client, twilio_settings, "START", phone=stopped).status_code == 200
+    assert session.execute(select(Base.metadata.tables["sms_stops"])).all() == []
 
 
 @pytest.mark.parametrize(
