@@ -51,12 +51,12 @@ ALLOWED: dict[str, frozenset[str]] = {
             "customers deps merchant orders pairing partners problems security settings stores web"
         ),
         "apidocs": "__init__ merchant problems",
-        "audiences": "console customers db deps measurement merchant orders problems receipts stores web",
+        "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "console customers db deps merchant orders problems stores web",
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
         "worker": "customers orders receipts settings webhooks",
         "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
-        "cli": "__init__ db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
+        "cli": "__init__ audiences db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",
     }.items()

@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if os.environ.get(SERVER_PROCESS_ENV):
             tune_garbage_collector()
         # Plain STOP numbers and unkeyed suppression hashes an older version left (§12).
-        key_legacy_digests_at_start(app.state.sessionmaker, settings)
+        key_legacy_digests_at_start(app.state.sessionmaker, settings.signing_key)
         worker = None
         if settings.run_worker:
             worker = BackgroundWorker(app.state.sessionmaker, settings)

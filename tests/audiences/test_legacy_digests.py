@@ -112,8 +112,10 @@ def test_the_upgrade_keys_the_lists_and_keeps_everyone_out_who_was(
     engine = make_engine(settings.database_url)
     sessions = make_sessionmaker(engine)
     try:
-        assert key_legacy_digests_at_start(sessions, settings) == 2
-        assert key_legacy_digests_at_start(sessions, settings) == 0  # nothing left to key
+        assert key_legacy_digests_at_start(sessions, settings.signing_key) == 2
+        assert (
+            key_legacy_digests_at_start(sessions, settings.signing_key) == 0
+        )  # nothing left to key
         key = identifier_key(settings.signing_key)
         unkeyed = hashlib.sha256(ERASED.encode()).hexdigest()
         with sessions() as session:

@@ -27,16 +27,15 @@ from partnerlink.merchant.deps import CurrentMerchant
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import NotFound, ValidationFailed, problem_responses
 from partnerlink.security.identifier_digests import identifier_key
-from partnerlink.settings import Settings
 
 router = APIRouter(tags=["Merchant"])
 
 PERSON_RESPONSES = problem_responses(MissingIdentifier, NotFound)
 
 
-def digest_key(settings: Settings) -> bytes:
+def digest_key(signing_key: bytes) -> bytes:
     """The key of the suppression list's digests (derived from the service key)."""
-    return identifier_key(settings.signing_key)
+    return identifier_key(signing_key)
 
 
 class PersonIn(BaseModel):
@@ -51,7 +50,11 @@ def get_audiences(
     profileId: str, merchant: CurrentMerchant, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    return {"audiences": audiences(session, profile_id=profile.id, digest_key=digest_key(settings))}
+    return {
+        "audiences": audiences(
+            session, profile_id=profile.id, digest_key=digest_key(settings.signing_key)
+        )
+    }
 
 
 EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -81,7 +84,7 @@ def export_audience(
         profile_id=profile.id,
         segment=segment,
         file_format=format,
-        digest_key=digest_key(settings),
+        digest_key=digest_key(settings.signing_key),
     )
     if campaignId is None:
         return download(request, plan)
@@ -139,7 +142,7 @@ def post_erase(
         profile_id=profile.id,
         email=body.email,
         phone=body.phoneNumber,
-        digest_key=digest_key(settings),
+        digest_key=digest_key(settings.signing_key),
     )
     return {"erased": count}
 

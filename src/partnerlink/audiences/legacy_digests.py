@@ -24,13 +24,12 @@ from partnerlink.audiences.models import DIGEST_OF_SHA256, LEGACY_SHA256, Suppre
 from partnerlink.db.engine import committed_session
 from partnerlink.receipts.models import SmsStop
 from partnerlink.security.identifier_digests import identifier_digest, identifier_key
-from partnerlink.settings import Settings
 
 
-def key_legacy_digests_at_start(sessions: sessionmaker[Session], settings: Settings) -> int:
-    """`key_legacy_digests` in a transaction of its own, with the settings' key."""
+def key_legacy_digests_at_start(sessions: sessionmaker[Session], signing_key: bytes) -> int:
+    """`key_legacy_digests` in a transaction of its own, with the service key's digest key."""
     with committed_session(sessions) as session:
-        return key_legacy_digests(session, identifier_key(settings.signing_key))
+        return key_legacy_digests(session, identifier_key(signing_key))
 
 
 def key_legacy_digests(session: Session, digest_key: bytes) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import phonenumbers
 
-from partnerlink.phones import normalize_phone
+from partnerlink.customers.normalize import normalize_phone
 
 ERASED = "[erased]"
 # Digits with the separators people write between them, optionally after a `+`.

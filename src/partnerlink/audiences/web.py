@@ -45,7 +45,7 @@ def _path(profile_id: str) -> str:
 
 
 def _key(request: Request) -> bytes:
-    return digest_key(request.app.state.settings)
+    return digest_key(request.app.state.settings.signing_key)
 
 
 def _context(

@@ -105,7 +105,7 @@ def migrate(settings: Settings) -> Migration:
         # What migration 0015 could not key without the service key (CONTRACT §12).
         engine = make_engine(settings.database_url)
         try:
-            key_legacy_digests_at_start(make_sessionmaker(engine), settings)
+            key_legacy_digests_at_start(make_sessionmaker(engine), settings.signing_key)
         finally:
             engine.dispose()
         return migration
