@@ -67,3 +67,26 @@ def test_opt_out_form_and_its_refusals(
     assert_html(export, 404)
     mine = client.get(f"{page}/all/export?format=google")
     assert mine.status_code == 200 and mine.text.startswith("Email,Phone,")
+
+
+def test_the_merchant_lifts_its_own_opt_out_in_the_console(
+    client: TestClient, session: Session, shop: ConnectedStoreFixture
+) -> None:
+    add_customer(session, shop.store, phone="+14155550121")
+    sign_in_console(client)
+    page = f"/merchant/profiles/{shop.profile.id}/audiences"
+    html = client.get(page).text
+    opt_out = form(html, f"{page}/opt-out").fields
+    client.post(f"{page}/opt-out", data={**opt_out, "phone": "+14155550121"})
+    fields = form(html, f"{page}/opt-in").fields
+    empty = client.post(f"{page}/opt-in", data=fields)
+    assert_html(empty, 400)
+    assert "Enter an email address or a phone number." in empty.text
+    assert_html(client.post(f"{page}/opt-in", data={"phone": "+14155550121"}), 403)
+    lifted = client.post(
+        f"{page}/opt-in", data={**fields, "phone": "415 555 0121"}, follow_redirects=False
+    )
+    assert lifted.headers["location"] == f"{page}?done=opted-in"
+    assert session.scalar(select(func.count()).select_from(OptOut)) == 0
+    session.commit()
+    assert "your opt-out is lifted" in client.get(lifted.headers["location"]).text

@@ -108,10 +108,3 @@ FORMATS: dict[str, tuple[str, Callable[[CustomerRow], str]]] = {
     "meta": (META_HEADER, meta_line),
     "google": (GOOGLE_HEADER, google_line),
 }
-
-
-def suppression_hashes(emails: Sequence[str | None], phones: Sequence[str | None]) -> set[str]:
-    """What the suppression list keeps of erased identifiers: SHA-256 of their stored form."""
-    found = {sha256_hex(e) for e in (normalized_email(x) for x in emails) if e}
-    found |= {sha256_hex(p) for p in (google_phone(x) for x in phones) if p}
-    return found

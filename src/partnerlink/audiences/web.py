@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.api import digest_key, download
-from partnerlink.audiences.choices import erase, opt_out
+from partnerlink.audiences.choices import erase, opt_in, opt_out
 from partnerlink.audiences.service import DESCRIPTIONS, audiences, plan_export
 from partnerlink.console.deps import (
     ConsoleForm,
@@ -35,6 +35,7 @@ PAGE = "audiences/audiences.html"
 # Chosen by key after a redirect, so no text of the URL reaches the page.
 DONE = {
     "opted-out": "Done: whoever matched will not be exported again.",
+    "opted-in": "Done: your opt-out is lifted (a customer's own STOP stays until they reply START).",
     "erased": "Erased: their details are gone and their orders count as anonymous.",
     "nobody": "Nobody in this business matched; nothing was changed.",
 }
@@ -124,6 +125,7 @@ Person = Annotated[PersonForm, Depends(person_form)]
 # What each form carries out, and the notice for "someone matched".
 CHOICES: dict[str, tuple[Callable[..., int], str]] = {
     "opt-out": (opt_out, "opted-out"),
+    "opt-in": (opt_in, "opted-in"),
     "erase": (erase, "erased"),
 }
 
@@ -155,6 +157,14 @@ def opt_out_form(
     request: Request, session: PageSessionDep, user: ConsoleForm, profile_id: str, person: Person
 ) -> Response:
     return _carry_out(request, session, user, profile_id, person, "opt-out")
+
+
+@router.post("/profiles/{profile_id}/audiences/opt-in")
+def opt_in_form(
+    request: Request, session: PageSessionDep, user: ConsoleForm, profile_id: str, person: Person
+) -> Response:
+    """Lifts the merchant's own opt-out (CONTRACT §12)."""
+    return _carry_out(request, session, user, profile_id, person, "opt-in")
 
 
 @router.post("/profiles/{profile_id}/audiences/erase/confirm")
