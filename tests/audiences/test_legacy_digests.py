@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, make_url, select, text
+from sqlalchemy import create_engine, literal, make_url, select, text
+from sqlalchemy.orm import Session
 
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.audiences.models import OptOut, Suppression
@@ -23,7 +24,12 @@ from partnerlink.audiences.service import audiences
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import alembic_config, upgrade
 from partnerlink.receipts.models import SmsStop
-from partnerlink.security.identifier_digests import identifier_digest, identifier_key
+from partnerlink.security.identifier_digests import (
+    identifier_digest,
+    identifier_digest_sql,
+    identifier_key,
+    register_digest_function,
+)
 from partnerlink.settings import Settings
 from tests.conftest import ON_POSTGRES, TEST_DATABASE_URL
 
@@ -149,3 +155,14 @@ def test_the_upgrade_keys_the_lists_and_keeps_everyone_out_who_was(
             session.rollback()
     finally:
         engine.dispose()
+
+
+def test_the_database_computes_the_same_keyed_digest_as_python(session: Session) -> None:
+    """Exports and the receipt worker match in SQL what erasure and STOP write in Python."""
+    key = identifier_key(b"a-service-key")
+    connection = session.connection()
+    register_digest_function(connection, key)
+    for value in ("+14155550100", "ünïcødé@exämple.com", ""):
+        computed = select(identifier_digest_sql(connection.dialect.name, key, literal(value)))
+        assert connection.scalar(computed) == identifier_digest(key, value)
+        assert identifier_digest(key, value) != hashlib.sha256(value.encode()).hexdigest()
