@@ -1,6 +1,7 @@
 """Inbound texts from Twilio: STOP (and Twilio's other opt-out words) stops our
 receipts to that phone and opts its customers out of audiences (CONTRACT §8, §9);
-START lifts both, and only what STOP did: a merchant's own opt-out stays (§12). Other replies are ignored. Signed like every Twilio request
+START lifts both, and only what STOP did: a merchant's own opt-out stays (§12).
+Other replies are ignored. Signed like every Twilio request
 (receipts/twilio_callbacks.py)."""
 
 from __future__ import annotations
