@@ -132,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
         larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, https=settings.public_url.lower().startswith("https://"))
     app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app
 

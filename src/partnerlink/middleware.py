@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from urllib.parse import parse_qsl
 
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -128,9 +129,23 @@ LEGACY_TOKEN_HEADERS = [
 ]
 
 
+# With an https public URL, browsers keep to https for a year (CONTRACT §12).
+HSTS_HEADER = (b"strict-transport-security", b"max-age=31536000")
+
+
 def uses_legacy_token(scope: Scope) -> bool:
-    """A /v1 request whose token travels in the query, not in `Authorization: Bearer`."""
-    if not scope["path"].startswith("/v1/") or b"access_token=" not in scope["query_string"]:
+    """A /v1 request whose token travels in the query, not in `Authorization: Bearer`.
+
+    The query is read as the routes read it (Starlette decodes names), so a spelling
+    like `access%5Ftoken`, which authenticates, is the legacy form too.
+    """
+    query: bytes = scope["query_string"]
+    if not scope["path"].startswith("/v1/") or b"=" not in query:
+        return False
+    if b"access_token=" not in query and not any(
+        name == "access_token"
+        for name, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    ):
         return False
     for name, value in scope["headers"]:
         if name == b"authorization" and value[:7].lower() == b"bearer " and value[7:].strip():
@@ -139,10 +154,14 @@ def uses_legacy_token(scope: Scope) -> bool:
 
 
 class SecurityHeaders:
-    """Adds security headers; a page that sets its own CSP (the consent screen) keeps it."""
+    """Adds security headers; a page that sets its own CSP (the consent screen) keeps it.
 
-    def __init__(self, app: ASGIApp) -> None:
+    `https` (the public URL is https) adds HSTS to every answer, errors included.
+    """
+
+    def __init__(self, app: ASGIApp, *, https: bool = False) -> None:
         self.app = app
+        self.base_headers = [*_BASE_HEADERS, HSTS_HEADER] if https else _BASE_HEADERS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -156,7 +175,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers: list[Any] = list(message.get("headers", []))
                 names = {name.lower() for name, _ in headers}
-                headers.extend(_BASE_HEADERS)
+                headers.extend(self.base_headers)
                 if b"content-security-policy" not in names:
                     headers.append(_DEFAULT_CSP)
                     headers.append((b"x-frame-options", b"DENY"))

@@ -65,3 +65,34 @@ def test_server_log_holds_no_secret_or_token(box: Box, cast: Cast) -> None:
     assert "/v1/stores" in logs, "the access log is expected to be on"
     leaked = [s for s in secrets if s and s in logs]
     assert leaked == [], f"{len(leaked)} secrets in the server log"
+
+
+def test_percent_encoded_parameter_names_keep_their_secrets_out_of_the_log(
+    box: Box, cast: Cast
+) -> None:
+    """The server decodes a parameter's name before reading it (`access%5Ftoken` is
+    `access_token`), so the log redacts it whatever its spelling (CONTRACT §12), and the
+    legacy token spelled so is announced as deprecated like the plain one."""
+    partner = cast.ereceipt
+    conn = box.connect_by_consent(partner, cast.merchant)
+    assert conn.refresh_token
+    for spelling in ("access%5Ftoken", "access%5ftoken", "%61ccess_token", "access%255Ftoken"):
+        answer = box.http.get(f"/v1/stores?{spelling}={conn.access_token}")
+        if spelling != "access%255Ftoken":  # decoded once, that one names nothing
+            assert answer.status_code == 200, (spelling, answer.text)
+            assert answer.headers["deprecation"] == "@1767225600"
+    refreshed = box.http.post(
+        f"/v1/auth/token?client_id={partner.client_id}"
+        f"&client%5Fsecret={partner.client_secret}"
+        f"&%63ode={conn.refresh_token}&grant%5Ftype=refresh_token"
+    )
+    assert refreshed.status_code == 200, refreshed.text
+    fresh = refreshed.json()["accessToken"]
+    box.http.get(f"/v1/stores?ACCESS_TOKEN={fresh}")
+    box.http.get(f"/v1/stores?x=1;access_token={fresh}")
+
+    logs = box.server.logs()
+    assert "access%5Ftoken=" in logs, "the access log is expected to be on"
+    secrets = [conn.access_token, conn.refresh_token, partner.client_secret, fresh]
+    leaked = [s for s in secrets if s in logs]
+    assert leaked == [], f"{len(leaked)} secrets in the server log"

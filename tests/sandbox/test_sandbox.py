@@ -3,7 +3,6 @@ merchant, texts that never reach a provider, and test webhook events."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -174,56 +173,6 @@ def test_live_clients_are_refused_and_nothing_is_stored(
     missing = client.post("/v1/sandbox/pairing-codes", params={"client_id": sandbox["client_id"]})
     assert missing.status_code == 400
     assert count(session, Store) == stores_before
-
-
-def test_a_store_a_sandbox_partner_connects_stays_out_of_results_and_audiences(
-    client: TestClient, session: Session, sandbox: dict[str, str]
-) -> None:
-    """A merchant pairs one of their stores with a sandbox partner: it becomes a test
-    store; its orders and the customers known only from it leave results and exports,
-    while the merchant's live store counts as before."""
-    live = create_connected_store(session, ereceipt=True)
-    session.commit()
-    profile_id, live_store_id = live.profile.id, live.store.id
-    session.rollback()
-    merchant = sign_in(client)
-    second = client.post(
-        f"/merchant/api/profiles/{profile_id}/stores",
-        json={"name": "Pop-up", "address": "2 Main Street", "countryCode": "US"},
-        headers=merchant,
-    ).json()["store"]
-    code = client.post(
-        f"/merchant/api/stores/{second['id']}/pairing-codes",
-        json={"posType": "acme-sandbox"},
-        headers=merchant,
-    ).json()["code"]
-    paired = client.post("/v1/auth/integration/pair", json={"code": code}).json()
-    assert paired["access_token"].startswith("plk_at_test_")
-    test_bearer = {"Authorization": f"Bearer {paired['access_token']}"}
-    for order_id, who, headers in (
-        ("LIVE-1", "live@example.com", live.auth),
-        ("TEST-1", "test@example.com", test_bearer),
-    ):
-        body = order_body(order_id, customerEmail=who, customerPhoneNumber=None)
-        assert client.post("/v1/orders", json=body, headers=headers).status_code == 200
-    store = session.get(Store, second["id"])
-    assert store is not None and store.is_test
-    assert not session.get(Store, live_store_id).is_test  # type: ignore[union-attr]
-    session.rollback()
-
-    results = client.get(
-        f"/merchant/api/profiles/{profile_id}/results?from=2024-01-01&to=2030-12-31",
-        headers=merchant,
-    ).json()
-    assert sum(c["orders"] for c in results["classes"].values()) == 1
-    exported = client.get(
-        f"/merchant/api/profiles/{profile_id}/audiences/all/export?format=meta", headers=merchant
-    )
-    assert exported.status_code == 200
-    lines = exported.text.strip().splitlines()
-    assert len(lines) == 2  # the header and the live customer only
-    sizes = client.get(f"/merchant/api/profiles/{profile_id}/audiences", headers=merchant).json()
-    assert json.dumps(sizes).count('"all"') >= 1
 
 
 @pytest.fixture

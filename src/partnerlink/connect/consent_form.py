@@ -47,6 +47,8 @@ class Consent:
     partner_name: str
     ereceipt_offered: bool
     csp: str
+    # A sandbox partner takes a new test store, never an existing one (CONTRACT §12).
+    sandbox: bool = False
 
 
 class PageError(PageException):
@@ -166,7 +168,7 @@ def load_consent(session: Session, *, client_id: str, integration_token: str) ->
         )
     if view.status != "pending":
         raise link_gone(name, csp)
-    return Consent(client_id, integration_token, name, view.ereceipt_offered, csp)
+    return Consent(client_id, integration_token, name, view.ereceipt_offered, csp, view.sandbox)
 
 
 def link_gone(partner_name: str, csp: str) -> PageError:

@@ -34,6 +34,7 @@ from partnerlink.security.secrets import INTEGRATION_TOKEN_PREFIX, digest, mint
 from partnerlink.stores.models import Store
 from partnerlink.tokens.service import (
     find_refreshable_connection,
+    is_sandbox_partner_on_real_store,
     issue_access_token,
     issue_refresh_token,
     open_connection_with_access_token,
@@ -94,6 +95,7 @@ class ConsentView:
     ereceipt_offered: bool
     frame_origins: list[str]
     status: str
+    sandbox: bool = False
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,9 @@ def exchange_integration_token(
     if store is None:
         # CONTRACT.md §6 "missing target": the chosen store was deleted since approval.
         raise NotFinished("The store chosen on the consent screen no longer exists.")
+    if is_sandbox_partner_on_real_store(session, store_id=store.id, partner_id=partner.id):
+        # Approved before a sandbox partner was refused existing stores (CONTRACT §12).
+        raise NotFinished("A sandbox partner connects only a new test store; connect again.")
     claimed = session.execute(
         update(IntegrationToken)
         .where(
@@ -243,6 +248,7 @@ def describe_consent(session: Session, *, integration_token: str, client_id: str
         ereceipt_offered=bool(partner.ereceipt),
         frame_origins=list(partner.frame_origins or []),
         status=effective_status(token, utcnow()),
+        sandbox=bool(partner.sandbox),
     )
 
 
@@ -282,6 +288,8 @@ def _store_for_profile(session: Session, *, profile: Profile, partner: Partner) 
         country_code=sibling.country_code if sibling else None,
         currency=sibling.currency if sibling else None,
         manual=False,
+        # Made as a test store: its texts are never sent and its data stays out of results.
+        is_test=bool(partner.sandbox),
     )
     session.add(store)
     return store
@@ -320,6 +328,15 @@ def approve_consent(
     if profile_id is not None:
         profile = owned_profile(session, merchant_id=merchant_id, profile_id=chosen_id)
     else:
+        if partner.sandbox:
+            # CONTRACT §12: a store never turns from real to test, so a sandbox partner
+            # gets a new test store in a profile, never an existing store.
+            raise ValidationFailed(
+                "A sandbox partner connects only a new test store; choose a profile instead.",
+                errors=[
+                    {"field": "storeId", "message": "a sandbox partner takes no existing store"}
+                ],
+            )
         store = owned_store(session, merchant_id=merchant_id, store_id=chosen_id)
         if not store.manual:
             # SPEC.md: "an existing manually added store"; a store a consent or pairing

@@ -76,7 +76,7 @@ def _choose_page(
         }
         for profile in profiles
         for store in profile["stores"]
-        if store.get("manual")
+        if store.get("manual") and not consent.sandbox
     ]
     context = base_context(consent, issue_consent_form_token(settings, consent, merchant_id))
     context.update(merchant_email=merchant.email, options=options, **extra)

@@ -43,7 +43,8 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     profile = session.get(Profile, store.profile_id)
     connections = list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
-    partners = [p for p in list_partners(session) if p.active]
+    # Sandbox partners pair only their own test stores (CONTRACT §12), never a merchant's.
+    partners = [p for p in list_partners(session) if p.active and not p.sandbox]
     live = [c for c in connections if not c.get("revokedAt")]
     names = {p.pos_type: p.name for p in partners}
     return {

@@ -21,11 +21,15 @@ from partnerlink.measurement import queries
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.stats import newcombe
+from partnerlink.measurement.touches import CAMPAIGN_ID_RULE, is_campaign_id
 from partnerlink.orders.conversion import CLASSES
 from partnerlink.problems import BadRequest, NotFound
 
 DEFAULT_DAYS = 28
 MAX_DAYS = 3660
+# CONTRACT §12: periods lie within these dates (the day after 9999-12-31 does not exist).
+FIRST_DAY = date(2000, 1, 1)
+LAST_DAY = date(2999, 12, 31)
 CSV_HEADER = ("weekStart", "class", "currency", "orders", "revenue")
 
 
@@ -36,9 +40,17 @@ class NoHoldout(BadRequest):
 
 def period(start: date | None, end: date | None) -> tuple[date, date]:
     """`from` and `to`, both inclusive; by default today and the 27 days before."""
+    errors = [
+        {"field": name, "message": f"must be a date from {FIRST_DAY} to {LAST_DAY}"}
+        for name, day in (("from", start), ("to", end))
+        if day is not None and not FIRST_DAY <= day <= LAST_DAY
+    ]
+    if errors:
+        raise BadRequest(
+            errors[0]["field"] + " " + errors[0]["message"], code="invalid_field", errors=errors
+        )
     end = end or utcnow().date()
-    start = start or end - timedelta(days=DEFAULT_DAYS - 1)
-    errors = []
+    start = start or max(end - timedelta(days=DEFAULT_DAYS - 1), FIRST_DAY)
     if start > end:
         errors.append({"field": "from", "message": "must not be after to"})
     elif (end - start).days >= MAX_DAYS:
@@ -167,6 +179,12 @@ class UnknownCampaign(NotFound):
 
 
 def campaign_of(session: Session, *, profile_id: str, campaign_id: str) -> Campaign:
+    if not is_campaign_id(campaign_id):
+        raise BadRequest(
+            f"campaignId {CAMPAIGN_ID_RULE}",
+            code="invalid_field",
+            errors=[{"field": "campaignId", "message": CAMPAIGN_ID_RULE}],
+        )
     campaign = session.scalar(queries.find_campaign(profile_id, campaign_id))
     if campaign is None:
         raise UnknownCampaign()

@@ -19,7 +19,11 @@ from partnerlink.customers.normalize import normalize_email, normalize_phone
 from partnerlink.orders.conversion import identifier_hash
 from partnerlink.orders.schemas import parse_timestamp
 
-MAX_CAMPAIGN_ID = 200
+MAX_CAMPAIGN_ID = 64
+# CONTRACT §12: a campaignId is a path segment of its lift URL, so only characters that
+# need no escaping ("/" never reached the lift, whatever its encoding).
+_CAMPAIGN_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_CAMPAIGN_ID}}}")
+CAMPAIGN_ID_RULE = "must be 1-64 letters, digits, '-', '_' or '.'"
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
@@ -58,11 +62,16 @@ def parse_touch(record: object) -> TouchRow:
     return TouchRow(campaign_id, touched_at, email_hash, phone_hash)
 
 
+def is_campaign_id(value: str) -> bool:
+    """1–64 letters, digits, `-`, `_`, `.`; never `.` or `..`, which URLs resolve away."""
+    return bool(_CAMPAIGN_ID.fullmatch(value)) and value not in (".", "..")
+
+
 def campaign_id_of(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise RejectedTouch("campaignId is required")
-    if len(value.strip()) > MAX_CAMPAIGN_ID or "\x00" in value:
-        raise RejectedTouch("campaignId is invalid")
+    if not is_campaign_id(value.strip()):
+        raise RejectedTouch(f"campaignId {CAMPAIGN_ID_RULE}")
     return value.strip()
 
 

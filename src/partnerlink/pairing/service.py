@@ -23,7 +23,11 @@ from partnerlink.partners.models import Partner
 from partnerlink.partners.service import POS_TYPE_PATTERN
 from partnerlink.problems import DomainError, Gone, NotFound, ValidationFailed
 from partnerlink.settings import Settings
-from partnerlink.tokens.service import open_connection_with_access_token
+from partnerlink.stores.models import Store
+from partnerlink.tokens.service import (
+    is_sandbox_partner_on_real_store,
+    open_connection_with_access_token,
+)
 
 LOWEST_CODE = 100_000
 HIGHEST_CODE = 999_999
@@ -65,9 +69,35 @@ class PairedStore:
 def reserve_pairing_code(
     session: Session, *, settings: Settings, merchant_id: str, store_id: str, pos_type: str
 ) -> ReservedCode:
-    """Reserves a fresh code binding the merchant's store to the partner named by posType."""
+    """Reserves a fresh code binding the merchant's store to the partner named by posType.
+
+    A sandbox partner is no choice here (CONTRACT §12): its codes come only with a new
+    test store (`reserve_test_store_code`), so a real store never turns into a test one.
+    """
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     partner = _active_partner(session, pos_type)
+    if partner.sandbox:
+        raise ValidationFailed(
+            "posType names a sandbox partner: its pairing codes come from "
+            "POST /v1/sandbox/pairing-codes",
+            code="invalid_field",
+            errors=[{"field": "posType", "message": "names a sandbox partner"}],
+        )
+    return _reserve(session, settings=settings, store=store, partner=partner)
+
+
+def reserve_test_store_code(
+    session: Session, *, settings: Settings, store: Store, partner: Partner
+) -> ReservedCode:
+    """Reserves a code binding a sandbox partner to one of its own test stores."""
+    if not (partner.sandbox and store.is_test):
+        raise ValueError("a test store's code is for a sandbox partner and a test store")
+    return _reserve(session, settings=settings, store=store, partner=partner)
+
+
+def _reserve(
+    session: Session, *, settings: Settings, store: Store, partner: Partner
+) -> ReservedCode:
     replaced = set(
         session.scalars(
             delete(PairingCode)
@@ -112,6 +142,10 @@ def redeem_pairing_code(session: Session, *, code: int) -> PairedStore:
         raise UnknownCode()
     if row.expires_at <= utcnow():
         raise CodeExpired()
+    if is_sandbox_partner_on_real_store(session, store_id=row.store_id, partner_id=row.Partner.id):
+        # A code a merchant reserved for a sandbox partner before such codes were refused
+        # binds nothing: a real store never becomes a test store (CONTRACT §12).
+        raise UnknownCode()
     # The delete is the claim: of concurrent redemptions exactly one removes the row.
     consumed = session.execute(
         delete(PairingCode)

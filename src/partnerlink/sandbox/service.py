@@ -4,9 +4,10 @@ Each sandbox partner gets a sandbox merchant of its own (an account nobody signs
 in to: its password is random and never shown) with one profile; the endpoint's
 test stores are made there and a pairing code is reserved for each exactly as a
 merchant reserves one, so a partner runs the whole pairing flow with no merchant.
-Any store a sandbox partner connects is a test store (tokens.service.open_connection):
-its texts are recorded and never sent (receipts/tasks.py), and its orders and the
-customers known only from it stay out of results and audiences.
+A sandbox partner connects only test stores, made as such (here, or by a consent
+approved with a profile); a real store never turns into a test one (CONTRACT §12).
+Test stores' texts are recorded and never sent (receipts/tasks.py), and their
+orders and the customers known only from them stay out of results and audiences.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.merchant.profiles import create_profile
-from partnerlink.pairing.service import ReservedCode, reserve_pairing_code
+from partnerlink.pairing.service import ReservedCode, reserve_test_store_code
 from partnerlink.partners.models import Partner
 from partnerlink.problems import BadRequest, Forbidden
 from partnerlink.security.passwords import hash_password
@@ -84,13 +85,7 @@ def test_store_with_code(
     )
     session.add(store)
     session.flush()
-    reserved = reserve_pairing_code(
-        session,
-        settings=settings,
-        merchant_id=profile.merchant_id,
-        store_id=store.id,
-        pos_type=partner.pos_type,
-    )
+    reserved = reserve_test_store_code(session, settings=settings, store=store, partner=partner)
     return store, reserved
 
 

@@ -31,8 +31,9 @@ class Store(Base):
     green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
     # A store the merchant added by hand (not created by a partner's consent).
     manual: Mapped[bool] = mapped_column(Boolean, default=False)
-    # A sandbox partner's store (sandbox/): its texts never reach a provider, and its
-    # orders and customers live in a sandbox merchant's own profile.
+    # A sandbox partner's store, made as one (sandbox/, or its consent with a profile) and
+    # never flipped either way: its texts never reach a provider, its data stays out of
+    # results and audiences.
     is_test: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

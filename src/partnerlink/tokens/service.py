@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.partners.models import Partner
-from partnerlink.problems import InvalidToken
+from partnerlink.problems import InvalidToken, ValidationFailed
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
     REFRESH_TOKEN_PREFIX,
@@ -26,6 +26,13 @@ from partnerlink.webhooks.events import connection_revoked
 # tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
 # nothing of it: a connection names its store's posType through this one column.
 _STORES = table("stores", column("id"), column("pos_type"), column("is_test"))
+
+
+class SandboxPartnerRealStore(ValidationFailed):
+    code = "invalid_field"
+    detail = (
+        "A sandbox partner connects only test stores: get one with POST /v1/sandbox/pairing-codes."
+    )
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,10 @@ def open_connection(
     A store holds at most one live connection per partner (CONTRACT.md §6), and
     its posType follows the partner connected last.
     """
-    if session.scalar(select(Partner.sandbox).where(Partner.id == partner_id)):
-        # CONTRACT §9: a sandbox partner's stores are test stores (texts never sent, data
-        # out of results and audiences), whichever way it connected them.
-        session.execute(update(_STORES).where(_STORES.c.id == store_id).values(is_test=True))
+    if is_sandbox_partner_on_real_store(session, store_id=store_id, partner_id=partner_id):
+        # CONTRACT §9/§12: a store never turns from real to test. Consent and pairing refuse
+        # this earlier with their own answers; this is the last guard of every path.
+        raise SandboxPartnerRealStore()
     now = utcnow()
     replaced = session.scalars(
         update(Connection)
@@ -89,6 +96,14 @@ def open_connection(
     session.execute(update(_STORES).where(_STORES.c.id == store_id).values(pos_type=pos_type))
     session.flush()
     return connection
+
+
+def is_sandbox_partner_on_real_store(session: Session, *, store_id: str, partner_id: str) -> bool:
+    """Whether a sandbox partner would reach a real store (one not made as a test store)."""
+    sandbox = session.scalar(select(Partner.sandbox).where(Partner.id == partner_id))
+    if not sandbox:
+        return False
+    return not session.scalar(select(_STORES.c.is_test).where(_STORES.c.id == store_id))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from babel import Locale, UnknownLocaleError
-from babel.numbers import format_currency, get_currency_precision
+from babel.numbers import format_currency, format_decimal, get_currency_precision
 
 EN_US = Locale.parse("en_US")
 
@@ -27,25 +27,38 @@ def locale_for(country_code: str | None) -> Locale:
     return Locale.parse("en")
 
 
+# ISO 4217 gives these codes no minor unit ("N.A."): units of account, precious metals,
+# the testing code XTS and "no currency" XXX. CLDR falls back to 2 digits for them and
+# draws XXX as "¤", so they are written by code, in whole units: 5 XXX is "XXX 5".
+NO_MINOR_UNIT = frozenset(
+    {"XAG", "XAU", "XBA", "XBB", "XBC", "XBD", "XDR", "XPD", "XPT", "XSU", "XTS", "XUA", "XXX"}
+)
+_NBSP = "\u00a0"
+
+
 def format_money(minor: object, currency: object, locale: Locale = EN_US) -> str:
-    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234'.
+    """'2400' USD → '$24.00'; '1234' JPY → '¥1,234'; '1234' KWD → 'KWD 1.234';
+    '5' XTS → 'XTS 5'; '-5' USD → '-$0.05' (the sign always first, never lost).
 
     Without a currency (a store whose currency is not set yet) the amount is written
     alone, in two decimals: '24.00'.
     """
     currency = str(currency or "").upper()
     try:
-        amount = Decimal(int(str(minor))).scaleb(
-            -get_currency_precision(currency) if currency else -2
-        )
-        text = str(format_currency(amount, currency, locale=locale)).strip()
+        units = int(str(minor))
+        if currency in NO_MINOR_UNIT:
+            text = currency + _NBSP + format_decimal(abs(units), format="#,##0", locale=locale)
+        else:
+            digits = get_currency_precision(currency) if currency else 2
+            amount = Decimal(abs(units)).scaleb(-digits)
+            text = str(format_currency(amount, currency, locale=locale)).strip()
     except (ValueError, ArithmeticError):
         return str(minor)
     # A currency without a symbol is written by its code: "KWD 1.234", not "KWD1.234".
     if (
         currency
         and text.startswith(currency)
-        and text[len(currency) : len(currency) + 1] not in ("", " ")
+        and text[len(currency) : len(currency) + 1] not in ("", " ", _NBSP)
     ):
-        text = f"{currency}\u00a0{text[len(currency) :]}"
-    return text
+        text = f"{currency}{_NBSP}{text[len(currency) :]}"
+    return f"-{text}" if units < 0 else text
