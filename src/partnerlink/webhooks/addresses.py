@@ -82,8 +82,9 @@ def public_addresses(host: str, port: int | None = None) -> tuple[list[IPAddress
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if not is_public(address):
+            carried = "".join(f" (which carries {ipv4})" for ipv4 in embedded_ipv4(address))
             return [], (
-                f"resolves to {address}, a loopback, private or link-local address"
+                f"resolves to {address}{carried}, a loopback, private or link-local address"
                 " (set PARTNERLINK_WEBHOOK_ALLOW_PRIVATE=true for tests and one-box trials)"
             )
         if address not in addresses:
