@@ -103,12 +103,12 @@ def test_webhooks_retry_makes_a_failed_or_pending_event_due_now(
     assert stored[delivered].status == "delivered"
     session.rollback()  # the database back to the commands (SQLite has one writer)
 
-    for event_id, code in ((delivered, "already_delivered"), ("evt_nobody", "unknown_event")):
+    for event_id in (delivered, "evt_nobody"):
         refused = cli("webhooks", "retry", event_id)
         assert refused.returncode == 1 and refused.stdout == ""
         assert len(refused.stderr.strip().splitlines()) == 1 and event_id in refused.stderr
-        as_json = cli("webhooks", "retry", event_id, "--json")
-        assert as_json.returncode == 1 and json.loads(as_json.stdout)["code"] == code
+    as_json = cli("webhooks", "retry", "evt_nobody", "--json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["code"] == "unknown_event"
 
 
 def test_a_new_webhook_url_makes_pending_events_due_now(

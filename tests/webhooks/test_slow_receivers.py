@@ -6,13 +6,16 @@ are the service's own, not shortened for the tests."""
 
 from __future__ import annotations
 
+import socket
 import time
 
+import httpcore
 import pytest
 from fastapi import FastAPI
 from sqlalchemy.orm import Session
 
 from partnerlink.settings import Settings
+from partnerlink.webhooks.addresses import AttemptStream
 from partnerlink.webhooks.delivery import (
     PER_PARTNER_DELIVERIES,
     POOL_THREADS,
@@ -90,3 +93,21 @@ def test_a_slow_partner_does_not_hold_up_another_partners_event(
     finally:
         trickler.close()
         wait_for_deliveries()
+
+
+def test_at_the_deadline_the_connection_is_shut_whatever_it_waits_in() -> None:
+    """The backstop behind the per-read limit: a wait the limit does not cover (a TLS
+    record or handshake trickled a byte at a time) ends at the deadline too."""
+    ours, theirs = socket.socketpair()
+    stream = AttemptStream(ours, time.monotonic() + 1.0)
+    try:
+        started = time.monotonic()
+        ours.settimeout(None)  # a wait with no limit of its own
+        assert ours.recv(1) == b""  # woken: the connection is shut
+        assert 0.9 < time.monotonic() - started < 2.0
+        with pytest.raises(httpcore.ReadTimeout):
+            stream.read(1)
+    finally:
+        stream.close()
+        theirs.close()
+    assert ours.fileno() == -1
