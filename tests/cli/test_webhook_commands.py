@@ -133,6 +133,6 @@ def test_a_new_webhook_url_makes_pending_events_due_now(
     )
     session.commit()
     cli_json("partners", "update", created["clientId"], "--webhook-url", PUBLIC + "/fixed")
-    before_update_answered = utcnow()
+    update_answered_at = utcnow()
     [event] = session.scalars(select(WebhookEvent)).all()
-    assert event.next_attempt_at <= before_update_answered
+    assert event.next_attempt_at <= update_answered_at
