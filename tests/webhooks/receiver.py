@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -87,3 +89,68 @@ def verified(received: Received, secret: str, tolerance: float = 300) -> bool:
     ).hexdigest()
     fresh = abs(time.time() - int(timestamp)) <= tolerance
     return fresh and hmac.compare_digest(expected, parts["v1"])
+
+
+@dataclass
+class Trickler:
+    """A receiver that answers one byte a second (a long status line, then headers): the
+    slowest answer a per-read timeout lets through. It records when each connection was
+    accepted and when the sender closed it, and how many were open at once."""
+
+    listener: socket.socket
+    accepted: list[float] = field(default_factory=list)
+    closed_after: list[float] = field(default_factory=list)  # seconds each connection lived
+    open_now: int = 0
+    most_open: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hooks"
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.listener.close()
+
+
+TRICKLED_ANSWER = b"HTTP/1.1 200 " + b"O" * 60 + b"K\r\ncontent-length: 0\r\n\r\n"
+
+
+def start_trickler(byte_seconds: float = 1.0) -> Trickler:
+    listener = socket.create_server(("127.0.0.1", 0))
+    trickler = Trickler(listener)
+
+    def answer(conn: socket.socket) -> None:
+        accepted = time.monotonic()
+        with trickler.lock:
+            trickler.accepted.append(accepted)
+            trickler.open_now += 1
+            trickler.most_open = max(trickler.most_open, trickler.open_now)
+        try:
+            request = b""
+            while b"\r\n\r\n" not in request:  # the headers; the small body comes along
+                request += conn.recv(65536)
+            for byte in TRICKLED_ANSWER:
+                conn.sendall(bytes([byte]))
+                readable, _, _ = select.select([conn], [], [], byte_seconds)
+                if (readable and not conn.recv(65536)) or trickler.stopping.is_set():
+                    break  # the sender hung up (or the test is over)
+        except OSError:
+            pass
+        finally:
+            with trickler.lock:
+                trickler.open_now -= 1
+                trickler.closed_after.append(time.monotonic() - accepted)
+            conn.close()
+
+    def serve() -> None:
+        while not trickler.stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return trickler

@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Iterator
+from ipaddress import ip_address
 from typing import Any
 
 import pytest
 
-from partnerlink.webhooks.addresses import NonPublicAddress, public_addresses
+from partnerlink.problems import ValidationFailed
+from partnerlink.webhooks.addresses import NonPublicAddress, checked_webhook_url, public_addresses
 from partnerlink.webhooks.delivery import DELIVERY_ERRORS, post_event
 from tests.webhooks.receiver import Receiver, start_receiver
 
@@ -89,3 +91,64 @@ def test_allowed_private_addresses_are_reached_signed(receiver: Receiver) -> Non
     [received] = receiver.received
     assert received.body == b'{"id":"evt_1"}' and received.signature.startswith("t=")
     assert received.content_type == "application/json"
+
+
+EMBEDDING_NON_PUBLIC_IPV4 = (
+    "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254, the cloud metadata address
+    "64:ff9b:1::a00:1",  # local-use NAT64 of 10.0.0.1
+    "2002:c0a8:101::1",  # 6to4 of 192.168.1.1
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    "::127.0.0.1",  # IPv4-compatible
+    "::10.0.0.1",
+    "::ffff:10.0.0.1",  # IPv4-mapped
+    "::ffff:127.0.0.1",
+)
+EMBEDDING_PUBLIC_IPV4 = ("64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8")
+
+
+@pytest.mark.parametrize("address", EMBEDDING_NON_PUBLIC_IPV4)
+def test_an_ipv6_address_carrying_a_non_public_ipv4_is_refused_like_it(address: str) -> None:
+    addresses, problem = public_addresses(address)
+    assert addresses == [] and problem is not None and str(ip_address(address)) in problem
+    with pytest.raises(ValidationFailed) as refused:
+        checked_webhook_url(f"https://[{address}]/hooks", allow_private=False)
+    assert refused.value.code == "invalid_field"
+
+
+@pytest.mark.parametrize("address", EMBEDDING_PUBLIC_IPV4)
+def test_an_ipv6_address_carrying_a_public_ipv4_is_allowed(address: str) -> None:
+    addresses, problem = public_addresses(address)
+    assert problem is None and [str(a) for a in addresses] == [str(ip_address(address))]
+    assert checked_webhook_url(f"https://[{address}]/hooks", allow_private=False)
+
+
+def test_a_name_resolving_to_a_nat64_private_address_is_not_connected_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = socket.getaddrinfo
+    connected: list[Any] = []
+
+    def resolve(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)
+        return [
+            (
+                socket.AF_INET6,
+                socket.SOCK_STREAM,
+                socket.IPPROTO_TCP,
+                "",
+                ("64:ff9b::a00:1", port, 0, 0),
+            )
+        ]
+
+    def connect(address: Any, *args: Any, **kwargs: Any) -> Any:
+        connected.append(address)
+        raise OSError("not in this test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(socket, "create_connection", connect)
+    with pytest.raises(NonPublicAddress, match="64:ff9b::a00:1"):
+        post_event("https://rebind.test/hooks", b"{}", SECRET, allow_private=False)
+    assert connected == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -23,56 +22,8 @@ from partnerlink.webhooks.registration import rotate_webhook_secret, set_webhook
 from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture, create_connected_store, create_partner
 from tests.merchant.helpers import sign_in
+from tests.webhooks.conftest import deliver, events, until
 from tests.webhooks.receiver import Receiver, start_receiver, verified
-
-
-@pytest.fixture
-def hook_settings(settings: Settings) -> Settings:
-    settings.webhook_allow_private = True  # the receiver is on loopback
-    settings.webhook_retry_seconds = 0.05
-    return settings
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = start_receiver()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def hooked(
-    session: Session, hook_settings: Settings, receiver: Receiver
-) -> tuple[ConnectedStoreFixture, str]:
-    """A connected store whose partner has a webhook URL: (the store, the signing secret)."""
-    shop = create_connected_store(session, ereceipt=True)
-    registration = set_webhook_url(
-        session, hook_settings, partner=shop.partner.partner, url=receiver.url
-    )
-    session.commit()
-    assert registration.secret is not None
-    return shop, registration.secret
-
-
-def deliver(app: FastAPI, settings: Settings, rounds: int = 1) -> None:
-    for _ in range(rounds):
-        deliver_due_webhooks(app.state.sessionmaker, settings)
-        wait_for_deliveries()
-
-
-def until(check: Callable[[], bool], app: FastAPI, settings: Settings, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "not delivered in time"
-        deliver(app, settings)
-        time.sleep(0.02)
-
-
-def events(session: Session) -> list[WebhookEvent]:
-    found = list(session.scalars(select(WebhookEvent).order_by(WebhookEvent.seq)))
-    session.expunge_all()  # read as they are now; the connection goes back (SQLite has one)
-    session.rollback()
-    return found
 
 
 def test_every_cause_sends_its_signed_event(

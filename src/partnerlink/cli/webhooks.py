@@ -1,4 +1,5 @@
-"""`partnerlink webhooks list [--failed]`: the webhook delivery log, newest first."""
+"""`partnerlink webhooks list [--failed]`: the webhook delivery log, newest first;
+`partnerlink webhooks retry EVENT_ID`: a failed or pending event is due now."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import typer
 
 from partnerlink.cli.common import JsonOption, print_json, unit_of_work
 from partnerlink.webhooks.log import delivery_log
+from partnerlink.webhooks.schedule import retry_event
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -39,3 +41,19 @@ def list_(
         typer.echo(
             f"  {row['url']}  last answer {last}  {'at' if row['deliveredAt'] else 'next'} {when}"
         )
+
+
+@app.command("retry")
+def retry(event_id: str, json_output: bool = JsonOption) -> None:
+    """Make a failed or pending webhook event due now (the worker sends it at once)."""
+    with unit_of_work() as session:
+        event = retry_event(session, event_id)
+        out = {
+            "eventId": event.event_id,
+            "status": event.status,
+            "nextAttemptAt": event.next_attempt_at.isoformat(),
+        }
+    if json_output:
+        print_json(out)
+        return
+    typer.echo(f"{out['eventId']} is due now; the worker sends it to the partner's URL.")

@@ -31,7 +31,9 @@ class WebhookEvent(Base):
     event_type: Mapped[str] = mapped_column(String(60))
     # The exact bytes sent (and signed): {"id", "type", "createdAt", "data"}.
     body: Mapped[str] = mapped_column(Text)
-    url: Mapped[str] = mapped_column(String(2000))  # where it goes, as registered then
+    # Where its last attempt went (each attempt reads the partner's URL anew); at first,
+    # the URL registered when it was written.
+    url: Mapped[str] = mapped_column(String(2000))
     # pending → delivered | failed (given up 72 h after the event)
     status: Mapped[str] = mapped_column(String(20), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -12,6 +12,7 @@ from partnerlink.partners.models import Partner
 from partnerlink.problems import NotFound
 from partnerlink.settings import Settings
 from partnerlink.webhooks.addresses import checked_webhook_url
+from partnerlink.webhooks.schedule import pending_due_now
 from partnerlink.webhooks.signing import new_nonce, webhook_secret
 
 
@@ -36,8 +37,10 @@ def partner_by_client_id(session: Session, client_id: str) -> Partner:
 def set_webhook_url(
     session: Session, settings: Settings, *, partner: Partner, url: str
 ) -> WebhookRegistration:
-    """Registers where the partner's events go; the secret is kept, or made if it had none."""
+    """Registers where the partner's events go; the secret is kept, or made if it had none.
+    Its pending events are due at once, at this URL (each attempt reads the URL anew)."""
     partner.webhook_url = checked_webhook_url(url, allow_private=settings.webhook_allow_private)
+    pending_due_now(session, partner.id)
     secret = None
     if not partner.webhook_secret_nonce:
         partner.webhook_secret_nonce = new_nonce()
