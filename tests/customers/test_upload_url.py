@@ -92,6 +92,26 @@ def test_second_put_to_the_same_url_answers_403_upload_url_used(
     assert _uploads(session) == 1
 
 
+def test_put_to_a_revoked_connections_url_answers_403_and_stores_nothing(
+    client: TestClient, connected: ConnectedStoreFixture, session: Session, settings: Settings
+) -> None:
+    url = upload_url(client, connected)
+    credentials = {
+        "client_id": connected.partner.client_id,
+        "client_secret": connected.partner.client_secret,
+        "token": connected.access_token,
+    }
+    assert client.post("/v1/auth/revoke", params=credentials).status_code == 200
+
+    refused = put_file(client, url, BODY)
+
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == PROBLEM
+    assert refused.json()["code"] == "invalid_upload_url"
+    assert _uploads(session) == 0
+    assert _stored_files(settings) == []
+
+
 @pytest.mark.parametrize(
     "mangle",
     [
