@@ -28,9 +28,11 @@ class Order(Base):
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
-    # The partner of the connection whose token sent the order. No ON DELETE: a partner's
-    # removal must not take the merchant's orders with it.
-    partner_id: Mapped[str] = mapped_column(ForeignKey("partners.id"))
+    # The partner of the connection whose token sent the order (its key: CONTRACT.md §6).
+    # No foreign key, like uploads.connection_id: on PostgreSQL the check would share-lock
+    # the partner's one row for every new order of all its stores, on the hottest path;
+    # the token look-up that admits an order has just read the partner's connection.
+    partner_id: Mapped[str] = mapped_column(String(36))
     order_id: Mapped[str] = mapped_column(String(200))  # the partner's id
     order_price: Mapped[int] = mapped_column(BigInteger)  # minor units
     order_currency: Mapped[str] = mapped_column(String(3))

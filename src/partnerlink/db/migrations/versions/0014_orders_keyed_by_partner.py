@@ -15,6 +15,9 @@ report now).
 An order whose store has no connection at all cannot have come through the API;
 the upgrade stops, changing nothing, rather than guess a partner for it.
 
+The column has no foreign key (see orders/models.py: it would lock the partner's row
+for every new order on PostgreSQL).
+
 Revision ID: 0014
 Revises: 0013
 """
@@ -64,9 +67,6 @@ def upgrade() -> None:
         batch_op.create_unique_constraint(
             "uq_orders_store_partner_order", ["store_id", "partner_id", "order_id"]
         )
-        batch_op.create_foreign_key(
-            op.f("fk_orders_partner_id_partners"), "partners", ["partner_id"], ["id"]
-        )
 
     asker = _plausible_connection("id", "uploads.created_at", "uploads.store_id")
     bind.execute(sa.text(f"UPDATE uploads SET connection_id = {asker} WHERE connection_id IS NULL"))
@@ -81,7 +81,6 @@ def downgrade() -> None:
         " AND kept.id < orders.id)"
     )
     with op.batch_alter_table("orders", schema=None) as batch_op:
-        batch_op.drop_constraint(op.f("fk_orders_partner_id_partners"), type_="foreignkey")
         batch_op.drop_constraint("uq_orders_store_partner_order", type_="unique")
         batch_op.create_unique_constraint("uq_orders_store_order", ["store_id", "order_id"])
         batch_op.drop_column("partner_id")
