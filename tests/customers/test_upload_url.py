@@ -15,7 +15,10 @@ from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
 from partnerlink.customers.models import Upload
+from partnerlink.customers.uploads import InvalidUploadUrl, record_upload, verify_upload_token
 from partnerlink.settings import Settings
+from partnerlink.tokens.models import Connection
+from partnerlink.tokens.service import revoke_connection
 from tests.customers.conftest import put_file, upload_url
 from tests.factories import ConnectedStoreFixture
 
@@ -110,6 +113,24 @@ def test_put_to_a_revoked_connections_url_answers_403_and_stores_nothing(
     assert refused.json()["code"] == "invalid_upload_url"
     assert _uploads(session) == 0
     assert _stored_files(settings) == []
+
+
+def test_a_file_whose_connection_was_revoked_while_it_arrived_is_not_recorded(
+    client: TestClient, connected: ConnectedStoreFixture, session: Session, settings: Settings
+) -> None:
+    grant = verify_upload_token(
+        settings=settings, token=upload_url(client, connected).split("/")[-1]
+    )
+    connection = session.get(Connection, grant.connection_id)
+    assert connection is not None
+    revoke_connection(session, connection, reason="merchant")
+    session.commit()
+
+    with pytest.raises(InvalidUploadUrl):
+        record_upload(session, grant=grant, upload_id="u-1", storage_key="k", size_bytes=1)
+    session.rollback()
+
+    assert _uploads(session) == 0
 
 
 @pytest.mark.parametrize(
