@@ -14,12 +14,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
-from partnerlink.customers.models import Upload
+from partnerlink.customers.models import Customer, Upload
 from partnerlink.customers.uploads import InvalidUploadUrl, record_upload, verify_upload_token
 from partnerlink.settings import Settings
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
-from tests.customers.conftest import put_file, upload_url
+from tests.customers.conftest import drain_worker, put_file, upload_url
 from tests.factories import ConnectedStoreFixture
 
 PROBLEM = "application/problem+json"
@@ -131,6 +131,32 @@ def test_a_file_whose_connection_was_revoked_while_it_arrived_is_not_recorded(
     session.rollback()
 
     assert _uploads(session) == 0
+
+
+def test_a_file_received_before_its_connection_was_revoked_is_not_ingested(
+    client: TestClient,
+    app: FastAPI,
+    connected: ConnectedStoreFixture,
+    session: Session,
+    settings: Settings,
+) -> None:
+    upload_id = put_file(client, upload_url(client, connected), BODY).json()["uploadId"]
+    credentials = {
+        "client_id": connected.partner.client_id,
+        "client_secret": connected.partner.client_secret,
+        "token": connected.access_token,
+    }
+    assert client.post("/v1/auth/revoke", params=credentials).status_code == 200
+
+    drain_worker(app, settings)
+
+    upload = session.get(Upload, upload_id)
+    assert upload is not None
+    assert (upload.status, upload.failure_reason) == (
+        "failed",
+        "the connection of this upload was revoked",
+    )
+    assert session.scalar(select(func.count()).select_from(Customer)) == 0
 
 
 @pytest.mark.parametrize(
