@@ -56,9 +56,11 @@ FROM n
 """
 # Half the customers buy: 1 to 3 orders each, spread over the last 200 days (PostgreSQL).
 ORDERS_POSTGRES = """
-INSERT INTO orders (store_id, profile_id, order_id, order_price, order_currency, ordered_at,
-                    customer_id, details, conversion, received_at, updated_at)
-SELECT s.id, c.profile_id, 'B-' || c.id || '-' || k, 500 + (c.id * 37 + k * 11) % 5000, 'USD',
+INSERT INTO orders (store_id, profile_id, partner_id, order_id, order_price, order_currency,
+                    ordered_at, customer_id, details, conversion, received_at, updated_at)
+SELECT s.id, c.profile_id,
+       (SELECT partner_id FROM connections WHERE store_id = s.id ORDER BY created_at DESC LIMIT 1),
+       'B-' || c.id || '-' || k, 500 + (c.id * 37 + k * 11) % 5000, 'USD',
        now() - ((c.id * 7 + k * 13) % 200) * interval '1 day', c.id, '{}', 'organic', now(), now()
 FROM customers c
 JOIN stores s ON s.profile_id = c.profile_id

@@ -126,3 +126,25 @@ def create_connected_store(
     refresh = issue_refresh_token(session, connection_id=connection.id)
     session.commit()
     return ConnectedStoreFixture(partner, merchant, profile, store, access, refresh)
+
+
+def connect_another_partner(
+    session: Session,
+    shop: ConnectedStoreFixture,
+    *,
+    name: str = "Table Booker",
+    pos_type: str = "table-booker",
+) -> ConnectedStoreFixture:
+    """A second partner paired to `shop`'s store: the same store, another partner's token."""
+    partner = create_partner(session, name=name, pos_type=pos_type)
+    connection = open_connection(
+        session,
+        store_id=shop.store.id,
+        partner_id=partner.partner.id,
+        method="pairing",
+        pos_type=partner.partner.pos_type,
+    )
+    access, _ = issue_access_token(session, connection_id=connection.id, ttl_seconds=None)
+    refresh = issue_refresh_token(session, connection_id=connection.id)
+    session.commit()
+    return ConnectedStoreFixture(partner, shop.merchant, shop.profile, shop.store, access, refresh)

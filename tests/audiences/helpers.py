@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
 from partnerlink.orders.models import Order
 from partnerlink.stores.models import Store
+from partnerlink.tokens.models import Connection
 
 
 def add_customer(
@@ -46,9 +48,17 @@ def add_order(
     currency: str = "USD",
 ) -> Order:
     number = session.query(Order).count() + 1
+    # Sent by the partner connected to the store last, as a POST /v1/orders would be.
+    partner_id = session.scalar(
+        select(Connection.partner_id)
+        .where(Connection.store_id == store.id)
+        .order_by(Connection.created_at.desc())
+        .limit(1)
+    )
     order = Order(
         store_id=store.id,
         profile_id=store.profile_id,
+        partner_id=partner_id,
         order_id=f"T-{number}",
         order_price=price,
         order_currency=currency,

@@ -13,6 +13,7 @@ from tests.customers.conftest import drain_worker, ingest, put_file, upload_url
 from tests.factories import (
     DEFAULT_PASSWORD,
     ConnectedStoreFixture,
+    connect_another_partner,
     create_connected_store,
     create_merchant_account,
     create_profile,
@@ -44,6 +45,20 @@ def test_another_store_cannot_see_the_upload(
     response = client.get(f"/v1/customers/uploads/{upload_id}", headers=stranger.auth)
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
+
+
+def test_another_partner_of_the_same_store_cannot_see_the_upload(
+    client: TestClient, connected: ConnectedStoreFixture, session: Session
+) -> None:
+    upload_id = _put(client, connected)
+    paired = connect_another_partner(session, connected)
+
+    theirs = client.get(f"/v1/customers/uploads/{upload_id}", headers=paired.auth)
+    own = client.get(f"/v1/customers/uploads/{upload_id}", headers=connected.auth)
+
+    assert theirs.status_code == 404
+    assert theirs.json()["code"] == "not_found"
+    assert own.status_code == 200
 
 
 def test_unknown_upload_answers_404(client: TestClient, connected: ConnectedStoreFixture) -> None:

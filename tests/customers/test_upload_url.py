@@ -14,9 +14,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
-from partnerlink.customers.models import Upload
+from partnerlink.customers.models import Customer, Upload
+from partnerlink.customers.uploads import InvalidUploadUrl, record_upload, verify_upload_token
 from partnerlink.settings import Settings
-from tests.customers.conftest import put_file, upload_url
+from partnerlink.tokens.models import Connection
+from partnerlink.tokens.service import revoke_connection
+from tests.customers.conftest import drain_worker, put_file, upload_url
 from tests.factories import ConnectedStoreFixture
 
 PROBLEM = "application/problem+json"
@@ -90,6 +93,70 @@ def test_second_put_to_the_same_url_answers_403_upload_url_used(
     assert again.headers["content-type"] == PROBLEM
     assert again.json()["code"] == "upload_url_used"
     assert _uploads(session) == 1
+
+
+def test_put_to_a_revoked_connections_url_answers_403_and_stores_nothing(
+    client: TestClient, connected: ConnectedStoreFixture, session: Session, settings: Settings
+) -> None:
+    url = upload_url(client, connected)
+    credentials = {
+        "client_id": connected.partner.client_id,
+        "client_secret": connected.partner.client_secret,
+        "token": connected.access_token,
+    }
+    assert client.post("/v1/auth/revoke", params=credentials).status_code == 200
+
+    refused = put_file(client, url, BODY)
+
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == PROBLEM
+    assert refused.json()["code"] == "invalid_upload_url"
+    assert _uploads(session) == 0
+    assert _stored_files(settings) == []
+
+
+def test_a_file_whose_connection_was_revoked_while_it_arrived_is_not_recorded(
+    client: TestClient, connected: ConnectedStoreFixture, session: Session, settings: Settings
+) -> None:
+    grant = verify_upload_token(
+        settings=settings, token=upload_url(client, connected).split("/")[-1]
+    )
+    connection = session.get(Connection, grant.connection_id)
+    assert connection is not None
+    revoke_connection(session, connection, reason="merchant")
+    session.commit()
+
+    with pytest.raises(InvalidUploadUrl):
+        record_upload(session, grant=grant, upload_id="u-1", storage_key="k", size_bytes=1)
+    session.rollback()
+
+    assert _uploads(session) == 0
+
+
+def test_a_file_received_before_its_connection_was_revoked_is_not_ingested(
+    client: TestClient,
+    app: FastAPI,
+    connected: ConnectedStoreFixture,
+    session: Session,
+    settings: Settings,
+) -> None:
+    upload_id = put_file(client, upload_url(client, connected), BODY).json()["uploadId"]
+    credentials = {
+        "client_id": connected.partner.client_id,
+        "client_secret": connected.partner.client_secret,
+        "token": connected.access_token,
+    }
+    assert client.post("/v1/auth/revoke", params=credentials).status_code == 200
+
+    drain_worker(app, settings)
+
+    upload = session.get(Upload, upload_id)
+    assert upload is not None
+    assert (upload.status, upload.failure_reason) == (
+        "failed",
+        "the connection of this upload was revoked",
+    )
+    assert session.scalar(select(func.count()).select_from(Customer)) == 0
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,7 @@ def test_simulated_campaign_recovers_its_planted_lift(
                 {
                     "store_id": store_id,
                     "profile_id": profile_id,
+                    "partner_id": shop.partner.partner.id,
                     "order_id": f"o{customer_id}",
                     "order_price": 1000,
                     "order_currency": "USD",

@@ -140,10 +140,32 @@ def test_status_of_a_pairing_token_has_no_expiration_and_takes_the_legacy_query(
     assert answer.json() == {
         "active": True,
         "storeId": shop.store.id,
-        "posType": "acme-pos",
+        "posType": "table-booker",
         "method": "pairing",
         "expiration": None,
     }
+
+
+def test_status_names_the_tokens_own_partner_after_another_connects_to_the_store(
+    client: TestClient, session: Session
+) -> None:
+    shop = create_connected_store(session)
+    second = create_partner(session, name="Table Booker", pos_type="table-booker")
+    connection = open_connection(
+        session,
+        store_id=shop.store.id,
+        partner_id=second.partner.id,
+        method="pairing",
+        pos_type=second.partner.pos_type,
+    )
+    second_token, _ = issue_access_token(session, connection_id=connection.id, ttl_seconds=None)
+    session.commit()
+
+    first = client.get("/v1/auth/token/status", headers=shop.auth).json()
+    latest = client.get("/v1/auth/token/status", params={"access_token": second_token}).json()
+
+    assert (first["storeId"], first["posType"]) == (shop.store.id, "acme-pos")
+    assert (latest["storeId"], latest["posType"]) == (shop.store.id, "table-booker")
 
 
 def test_status_of_an_invalid_or_revoked_token_answers_403(

@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 
 from partnerlink.partners.models import Partner
 from partnerlink.security.secrets import digest
-from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection, Token
 from partnerlink.tokens.service import ConnectedStore, revoke_connection
 
@@ -41,11 +40,15 @@ def revoke_by_token(session: Session, *, partner: Partner, token: str) -> None:
 
 
 def token_status(session: Session, *, caller: ConnectedStore, token: str) -> TokenStatus:
-    """What a live access token (already authenticated as `caller`) is for, and until when."""
+    """What a live access token (already authenticated as `caller`) is for, and until when.
+
+    Its `posType` is that of the partner the token was issued to (CONTRACT.md §12), not the
+    store's: a store shared by two partners names the one connected last.
+    """
     row = session.execute(
-        select(Connection.method, Store.pos_type, Token.expires_at)
+        select(Connection.method, Partner.pos_type, Token.expires_at)
         .join(Token, Token.connection_id == Connection.id)
-        .join(Store, Store.id == Connection.store_id)
+        .join(Partner, Partner.id == Connection.partner_id)
         .where(Token.token_hash == digest(token), Connection.id == caller.connection_id)
     ).one()
     return TokenStatus(store_id=caller.store_id, pos_type=row[1], method=row[0], expires_at=row[2])

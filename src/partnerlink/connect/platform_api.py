@@ -101,7 +101,8 @@ def revoke(
     "/auth/token/status",
     summary="Read an access token's status",
     description=(
-        "Answers for a live access token: its store, posType, connection flow and expiry "
+        "Answers for a live access token: its store, the posType of the partner it was issued "
+        "to, its connection flow and expiry "
         "(`null` for a pairing-flow token, which does not expire). A revoked, expired or "
         "unknown token answers 403 `invalid_token`, like every data endpoint."
     ),

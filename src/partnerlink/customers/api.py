@@ -22,7 +22,7 @@ from partnerlink.customers.uploads import (
     UploadInterrupted,
     UploadUrlExpired,
     UploadUrlUsed,
-    ensure_upload_url_unused,
+    ensure_upload_url_usable,
     issue_upload_url,
     record_upload,
     upload_status,
@@ -93,12 +93,13 @@ async def put_upload(token: str, request: Request) -> dict[str, Any]:
     """Stores the file (streamed to disk and fsynced, or into the S3 bucket) and queues it.
 
     The URL itself is the credential. A used URL answers 403 `upload_url_used`,
-    an expired one 403 `upload_url_expired`, a tampered one 403 `invalid_upload_url`.
+    an expired one 403 `upload_url_expired`, a tampered one or one whose connection
+    is revoked 403 `invalid_upload_url`.
     """
     settings: Settings = request.app.state.settings
     sessions: sessionmaker[Session] = request.app.state.sessionmaker
     grant = verify_upload_token(settings=settings, token=token)
-    await _in_transaction(sessions, lambda s: ensure_upload_url_unused(s, grant=grant))
+    await _in_transaction(sessions, lambda s: ensure_upload_url_usable(s, grant=grant))
     too_large = PayloadTooLarge(
         f"Customer files are limited to {settings.max_upload_bytes} bytes.",
     )
@@ -154,9 +155,11 @@ def get_upload_status(
     session: SessionDep,
     _legacy_token: LegacyAccessToken = None,
 ) -> dict[str, Any]:
-    """Answers the upload's status and counts; only the store that asked for the URL sees it.
+    """Answers the upload's status and counts; only the partner that asked for the URL sees it.
 
     `records` counts records read so far; when `done`, it equals created +
     updated + unchanged + rejected. `errors` lists the first 20 rejected records.
     """
-    return upload_status(session, store_id=current.store_id, upload_id=uploadId)
+    return upload_status(
+        session, store_id=current.store_id, partner_id=current.partner_id, upload_id=uploadId
+    )

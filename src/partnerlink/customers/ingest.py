@@ -78,6 +78,7 @@ class ClaimedUpload:
     records_committed: int
     errors: list[dict[str, Any]]
     default_region: str | None
+    connection_revoked: bool = False  # the partner lost the store since the PUT
 
 
 def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> ClaimedUpload | None:
@@ -96,6 +97,7 @@ def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> Claimed
             records_committed=row.records_committed,
             errors=list(row.errors or []),
             default_region=queries.store_country(session, store_id=row.store_id),
+            connection_revoked=queries.connection_revoked(session, connection_id=row.connection_id),
         )
 
 
@@ -116,6 +118,8 @@ def ingest_upload(
                 "failed",
                 f"ingestion did not finish after {MAX_ATTEMPTS} attempts",
             )
+        elif upload.connection_revoked:  # CONTRACT.md §12: the URL died with its connection
+            _finish(sessions, upload, "failed", "the connection of this upload was revoked")
         else:
             _ingest(sessions, settings, storage, upload, reclassify)
     except LeaseLost:

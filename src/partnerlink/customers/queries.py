@@ -22,6 +22,7 @@ from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.stores.models import Store
+from partnerlink.tokens.models import Connection
 
 # --- matching: single records and order batches, on the driver's connection (db/raw.py) ---
 # Orders resolve a customer on every POST; the look-ups are matching.py's steps.
@@ -204,9 +205,21 @@ def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | Non
             Upload.size_bytes,
             Upload.records_committed,
             Upload.errors,
+            Upload.connection_id,
         )
         .execution_options(synchronize_session=False)
     ).first()
+
+
+def connection_revoked(session: Session, *, connection_id: str | None) -> bool:
+    """Whether the connection that asked for an upload's URL is revoked by now."""
+    if connection_id is None:  # none recorded (before migration 0013 and a store without any)
+        return False
+    return bool(
+        session.scalar(
+            select(Connection.revoked_at.is_not(None)).where(Connection.id == connection_id)
+        )
+    )
 
 
 def renew_lease(session: Session, *, upload_id: str, attempt: int, lease_seconds: int) -> bool:

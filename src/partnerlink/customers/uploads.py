@@ -26,6 +26,7 @@ from partnerlink.security.secrets import sign, verify_signature
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import storable_text
+from partnerlink.tokens.models import Connection
 
 UPLOAD_URL_PATH = "/v1/uploads/"
 _SIGNING_CONTEXT = "customer-upload:"
@@ -91,10 +92,30 @@ def verify_upload_token(*, settings: Settings, token: str) -> UploadGrant:
     )
 
 
-def ensure_upload_url_unused(session: Session, *, grant: UploadGrant) -> None:
-    """Refuses a used URL before its body is read (the unique nonce decides races)."""
+class UploadConnectionRevoked(InvalidUploadUrl):
+    detail = "The connection this upload URL was issued to is revoked."
+
+
+def ensure_upload_url_usable(session: Session, *, grant: UploadGrant) -> None:
+    """Refuses a used URL, or one whose connection is revoked, before its body is read
+    (the unique nonce decides races; `record_upload` checks the connection again)."""
     if session.scalar(select(Upload.id).where(Upload.nonce == grant.nonce)) is not None:
         raise UploadUrlUsed()
+    _ensure_connection_live(session, grant)
+
+
+def _ensure_connection_live(session: Session, grant: UploadGrant) -> None:
+    """An upload URL dies with its connection (CONTRACT.md §12): a revoked partner may no
+    longer write to the store's customers, even through a URL it fetched before."""
+    live = session.scalar(
+        select(Connection.id).where(
+            Connection.id == grant.connection_id,
+            Connection.store_id == grant.store_id,
+            Connection.revoked_at.is_(None),
+        )
+    )
+    if live is None:
+        raise UploadConnectionRevoked()
 
 
 def upload_storage_key(*, grant: UploadGrant, upload_id: str) -> str:
@@ -104,10 +125,14 @@ def upload_storage_key(*, grant: UploadGrant, upload_id: str) -> str:
 def record_upload(
     session: Session, *, grant: UploadGrant, upload_id: str, storage_key: str, size_bytes: int
 ) -> Upload:
-    """Records a durably stored file as `received`, consuming the URL's nonce."""
+    """Records a durably stored file as `received`, consuming the URL's nonce.
+
+    The connection is checked again: it may have been revoked while the body arrived.
+    """
     profile_id = session.scalar(select(Store.profile_id).where(Store.id == grant.store_id))
     if profile_id is None:
         raise InvalidUploadUrl("The store of this upload URL no longer exists.")
+    _ensure_connection_live(session, grant)
     upload = Upload(
         id=upload_id,
         nonce=grant.nonce,
@@ -127,13 +152,25 @@ def record_upload(
     return upload
 
 
-def upload_status(session: Session, *, store_id: str, upload_id: str) -> dict[str, Any]:
-    """The status body of CONTRACT.md §6; another store's upload answers 404."""
+def upload_status(
+    session: Session, *, store_id: str, partner_id: str, upload_id: str
+) -> dict[str, Any]:
+    """The status body of CONTRACT.md §6; another store's upload answers 404, and so does
+    another partner's on a shared store: only the partner whose connection got the URL."""
     # An id no upload can have is not sent to the database (PostgreSQL refuses NUL: a 500).
     known_shape = len(upload_id) <= 64 and storable_text(upload_id)
-    upload = session.get(Upload, upload_id) if known_shape else None
-    if upload is None or upload.store_id != store_id:
+    found = (
+        session.execute(
+            select(Upload, Connection.partner_id)
+            .outerjoin(Connection, Connection.id == Upload.connection_id)
+            .where(Upload.id == upload_id)
+        ).first()
+        if known_shape
+        else None
+    )
+    if found is None or found[0].store_id != store_id or found[1] != partner_id:
         raise NotFound("No such upload.")
+    upload = found[0]
     body: dict[str, Any] = {
         "uploadId": upload.id,
         "status": upload.status,

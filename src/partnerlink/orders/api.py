@@ -70,7 +70,10 @@ async def post_order(
     request: Request,
     token: Annotated[str, Depends(presented_token)],
 ) -> Response:
-    """Creates or updates the order `orderId` of the connected store.
+    """Creates or updates your order `orderId` of the connected store.
+
+    Orders are keyed by store, partner and `orderId`: another partner connected to the
+    same store may use the same id for an order of its own, which this never touches.
 
     Re-sending the same `orderId` updates the order, so retries are safe; a
     re-send whose `updatedAt` is older than the stored one's is acknowledged and
@@ -173,7 +176,12 @@ def get_order(
 ) -> dict[str, Any]:
     """Answers a closed order with a customer phone, when the store has e-receipts on.
 
+    Only your own orders: another partner connected to the same store has its own order
+    ids, and its orders are unknown here (404).
+
     403 `receipts_disabled` when e-receipts are off; 404 when the order is
     unknown, not `CLOSED`, or has no customer phone number.
     """
-    return read_order(session, store_id=current.store_id, order_id=order_id)
+    return read_order(
+        session, store_id=current.store_id, partner_id=current.partner_id, order_id=order_id
+    )

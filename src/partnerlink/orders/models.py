@@ -14,7 +14,11 @@ from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
 class Order(Base):
     __tablename__ = "orders"
     __table_args__ = (
-        UniqueConstraint("store_id", "order_id", name="uq_orders_store_order"),
+        # Each partner connected to a store has its own order ids (CONTRACT.md §6); the
+        # upsert's ON CONFLICT and GET /v1/orders look orders up by this key.
+        UniqueConstraint(
+            "store_id", "partner_id", "order_id", name="uq_orders_store_partner_order"
+        ),
         Index("ix_orders_store_created", "store_id", "ordered_at"),
         Index("ix_orders_customer", "customer_id", "ordered_at"),
         # Results (measurement/): a profile's orders in a period.
@@ -24,6 +28,11 @@ class Order(Base):
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    # The partner of the connection whose token sent the order (its key: CONTRACT.md §6).
+    # No foreign key, like uploads.connection_id: on PostgreSQL the check would share-lock
+    # the partner's one row for every new order of all its stores, on the hottest path;
+    # the token look-up that admits an order has just read the partner's connection.
+    partner_id: Mapped[str] = mapped_column(String(36))
     order_id: Mapped[str] = mapped_column(String(200))  # the partner's id
     order_price: Mapped[int] = mapped_column(BigInteger)  # minor units
     order_currency: Mapped[str] = mapped_column(String(3))

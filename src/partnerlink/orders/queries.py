@@ -34,7 +34,14 @@ UPDATED_COLUMNS = (
     "store_snapshot",
     "updated_at",
 )
-INSERTED_COLUMNS = ("store_id", "profile_id", "order_id", "received_at", *UPDATED_COLUMNS)
+INSERTED_COLUMNS = (
+    "store_id",
+    "profile_id",
+    "partner_id",
+    "order_id",
+    "received_at",
+    *UPDATED_COLUMNS,
+)
 
 # The class of an order and its campaign (CONTRACT.md §6, orders/conversion.py), computed
 # by the upsert itself. Parameters: the order's `customer_id` (NULL: anonymous), the
@@ -53,7 +60,8 @@ _CONVERSION = (
     f" WHEN ({_LATEST_TOUCH}) IS NULL THEN '{ORGANIC}'"
     " WHEN EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
     " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
-    " AND NOT (earlier.store_id = :store_id AND earlier.order_id = :order_id))"
+    " AND NOT (earlier.store_id = :store_id AND earlier.partner_id = :partner_id"
+    " AND earlier.order_id = :order_id))"
     f" THEN '{RETURNING}' ELSE '{NEW}' END"
 )
 # Whether the customer has an order newer than this one: that order's class may have been
@@ -76,14 +84,16 @@ def _upsert(conversion: str, campaign: str) -> Statement:
     One statement for every order, so a batch's upserts travel together (db/raw.py):
     no row comes back when a re-send was older than what is stored. The class and
     campaign are computed for every send, from the data as stored then; the identity
-    and `received_at` stay as first stored.
+    and `received_at` stay as first stored. An order is keyed by its store, the partner
+    that sent it and its id (CONTRACT.md §6): another partner's order with the same id on
+    the same store is another order, never updated here.
     """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
     return Statement(
         f"INSERT INTO orders ({columns}, conversion, campaign_id)"
         f" VALUES ({values}, {conversion}, {campaign})"
-        f" ON CONFLICT (store_id, order_id) DO UPDATE SET {_SET}"
+        f" ON CONFLICT (store_id, partner_id, order_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
         f" OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id, {_HAS_LATER}"
     )
@@ -92,8 +102,11 @@ def _upsert(conversion: str, campaign: str) -> Statement:
 UPSERT_ORDER = _upsert(_CONVERSION, _CAMPAIGN)
 
 
-def find_order(*, store_id: str, order_id: str) -> Select[Order]:
-    return select(Order).where(Order.store_id == store_id, Order.order_id == order_id)
+def find_order(*, store_id: str, partner_id: str, order_id: str) -> Select[Order]:
+    """A partner's own order on the store: another partner's with the same id stays unseen."""
+    return select(Order).where(
+        Order.store_id == store_id, Order.partner_id == partner_id, Order.order_id == order_id
+    )
 
 
 def recent_orders(*, store_id: str, limit: int) -> Select[str, int, str, str | None, str, datetime]:

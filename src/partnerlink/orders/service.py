@@ -219,6 +219,7 @@ def _columns(
     columns: dict[str, Any] = {
         "store_id": caller.store_id,
         "profile_id": caller.profile_id,
+        "partner_id": caller.partner_id,
         "order_id": order.orderId,
         "order_price": int(order.orderPrice),
         "order_currency": order.orderCurrency,
@@ -252,12 +253,17 @@ def _columns(
     return columns
 
 
-def read_order(session: Session, *, store_id: str, order_id: str) -> dict[str, Any]:
-    """GET /v1/orders: the order in its request's field names, behind the receipt gates."""
+def read_order(
+    session: Session, *, store_id: str, partner_id: str, order_id: str
+) -> dict[str, Any]:
+    """GET /v1/orders: the calling partner's own order in its request's field names, behind
+    the receipt gates; another partner's order on the same store is unknown here."""
     store = load_store(session, store_id=store_id)
     if not store.green_invoices:
         raise ReceiptsDisabled()
-    order = session.scalar(queries.find_order(store_id=store_id, order_id=order_id))
+    order = session.scalar(
+        queries.find_order(store_id=store_id, partner_id=partner_id, order_id=order_id)
+    )
     if order is None or not order_visible(order, store):
         raise NotFound("No such order, or it is not a closed order with a customer phone.")
     return order_json(order, store)
