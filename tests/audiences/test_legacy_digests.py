@@ -1,6 +1,6 @@
 """Migration 0015 and the start-up that keys what older versions kept unkeyed (CONTRACT §12).
 
-A database at revision 0013 holds a plain phone on the STOP list, an erased email's
+A database at revision 0014 (the one before 0015) holds a plain phone on the STOP list, an erased email's
 unkeyed SHA-256 and opt-outs whose maker was not recorded; after the upgrade and the
 start-up, the lists hold only keyed digests that still match.
 """
@@ -39,10 +39,10 @@ ERASED = "gone@example.com"
 
 @pytest.fixture
 def old_database(tmp_path: Path) -> Iterator[str]:
-    """A database of its own, at revision 0013."""
+    """A database of its own, at revision 0014 (the one before 0015)."""
     if not ON_POSTGRES:
         url = f"sqlite:///{tmp_path / 'old.db'}"
-        command.upgrade(alembic_config(url), "0013")
+        command.upgrade(alembic_config(url), "0014")
         yield url
         return
     server = make_url(Settings(database_url=TEST_DATABASE_URL).database_url)
@@ -51,7 +51,7 @@ def old_database(tmp_path: Path) -> Iterator[str]:
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = server.set(database=name).render_as_string(hide_password=False)
-    command.upgrade(alembic_config(url), "0013")
+    command.upgrade(alembic_config(url), "0014")
     try:
         yield url
     finally:

@@ -17,14 +17,14 @@ starts (audiences/legacy_digests.py, run by `serve`, `worker`, `db upgrade` and 
 every application start-up, before anything reads the lists).
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
