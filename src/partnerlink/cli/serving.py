@@ -111,7 +111,7 @@ def _serve_alone(
     except OSError as error:
         raise _cannot_listen(host, port, error) from None
     on_listening()
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options))
+    server = _SaysWhereItRuns(uvicorn.Config(app, host=host, port=port, **options))
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it stopped on
@@ -120,6 +120,16 @@ def _serve_alone(
         sock.close()
     if not server.started:
         raise SystemExit(STARTUP_FAILURE)
+
+
+class _SaysWhereItRuns(uvicorn.Server):
+    """uvicorn says "Uvicorn running on ..." only for a socket it bound itself; ours is
+    bound beforehand, and operators (and the tests' live server) read that line."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and sockets:
+            self._log_started_message(sockets)
 
 
 def _cannot_listen(host: str, port: int, error: OSError) -> CommandFailed:
