@@ -122,10 +122,10 @@ def test_walkthrough_sections_three_and_four_do_what_they_show(
     assert "order A-1001  " in done.stdout and "/receipts/inv/A-1001?k=" in done.stdout
     assert {"imported": 1, "rejected": 0, "reclassified": 1, "errors": []} in answers
     lift = answers[-1]
-    assert lift["campaignId"] == "autumn"
-    assert lift["test"]["customers"] + lift["control"]["customers"] == 42
+    assert lift["campaignId"] == "autumn", done.stdout
+    assert lift["test"]["customers"] + lift["control"]["customers"] == 42, lift
     assert lift["test"]["customers"] > 0 and lift["control"]["customers"] > 0
-    assert lift["test"]["buyers"] + lift["control"]["buyers"] == 20
+    assert lift["test"]["buyers"] + lift["control"]["buyers"] == 20, lift
     assert lift["conversionRate"]["test"] is not None
     assert lift["conversionRate"]["control"] is not None
     assert lift["conversionRate"]["ci95"][0] is not None
