@@ -2,6 +2,11 @@
 # `make run` installs only what serving needs (a fresh clone serves in well under a
 # minute); `make test`, `make lint` and `make bench` add the test tools, the SDK and the
 # benchmarks' needs on top (a stamp each, so neither reinstalls the other's).
+# --no-compile: pip would byte-compile every file of every package (botocore's,
+# phonenumbers' and babel's thousands) up front; Python compiles what it imports on
+# first use instead. Measured from a fresh clone with no pip cache on a shared 2-core
+# machine: `make run` serving after 31 s, 44 s with byte-compiling, 413 s for the old
+# install of everything (dev extras and SDK) alone.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +21,7 @@ install-dev: $(DEV_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q -e .
+	@$(BIN)/python -m pip install -q --no-compile -e .
 	@touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml
