@@ -3,13 +3,18 @@ default, every command, and no pointer to documents a clone does not have."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import typer.main
 
 from partnerlink.cli import app as cli_app
 from partnerlink.settings import Settings
+from tests.conftest import LiveServer
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -75,3 +80,52 @@ def test_walkthrough_uses_the_demos_variable_names() -> None:
     for name in ("BASE", "CID", "CS", "IT", "AT", "RT"):
         assert f"${name}" in walkthrough, name
     assert "PL_BASE" not in walkthrough and "CLIENT_ID=" not in walkthrough
+
+
+def walkthrough_blocks(first: str, until: str) -> list[str]:
+    """The ```sh blocks of the README from the heading `first` to the text `until`."""
+    part = README[README.index(first) : README.index(until)]
+    return re.findall(r"```sh\n(.*?)```", part, re.S)
+
+
+@pytest.mark.slow
+def test_walkthrough_sections_three_and_four_do_what_they_show(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    """Pasted after the demo's pairing block, as a newcomer would (`.venv/bin/partnerlink`
+    being this checkout's command line on the server's database)."""
+    demo = json.loads(live_server.cli("demo", "--json").stdout)
+    command = tmp_path / ".venv" / "bin" / "partnerlink"
+    command.parent.mkdir(parents=True)
+    command.write_text(f'#!/bin/sh\nexec {sys.executable} -m partnerlink "$@"\n')
+    command.chmod(0o755)
+    blocks = walkthrough_blocks("### 3. Sending data", "Touches may arrive before")
+    script = "\n".join([demo["commands"][-1]["command"], *blocks]).replace(
+        "PW=...", f"PW='{demo['merchant']['password']}'"
+    )
+
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=live_server.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr + done.stdout
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    stored = [a["store"] for a in answers if "store" in a]
+    assert stored[-1]["currency"] == "EUR" and stored[-1]["address"]["country"] == "DE"
+    assert {"greenInvoices": True} in answers
+    assert "order A-1001  " in done.stdout and "/receipts/inv/A-1001?k=" in done.stdout
+    assert {"imported": 1, "rejected": 0, "reclassified": 1, "errors": []} in answers
+    lift = answers[-1]
+    assert lift["campaignId"] == "autumn", done.stdout
+    assert lift["test"]["customers"] + lift["control"]["customers"] == 42, lift
+    assert lift["test"]["customers"] > 0 and lift["control"]["customers"] > 0
+    assert lift["test"]["buyers"] + lift["control"]["buyers"] == 20, lift
+    assert lift["conversionRate"]["test"] is not None
+    assert lift["conversionRate"]["control"] is not None
+    assert lift["conversionRate"]["ci95"][0] is not None

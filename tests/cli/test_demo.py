@@ -220,3 +220,36 @@ def password(stdout: str) -> str:
     found = re.search(r"password (\S+)", stdout)
     assert found is not None
     return found.group(1)
+
+
+@pytest.mark.slow
+def test_the_paired_demo_store_texts_a_receipt_for_a_closed_order(live_server: LiveServer) -> None:
+    """The walkthrough's order through the paired store shows up in `sms list`."""
+    done = live_server.cli("demo", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["store"]["greenInvoices"] is True
+    pairing = out["commands"][-1]["command"]
+    order = json.dumps(
+        {
+            "orderId": "A-1001",
+            "orderPrice": "2400",
+            "orderCurrency": "USD",
+            "createdAt": "2026-11-21T12:00:00Z",
+            "customerPhoneNumber": "+12175550123",
+            "orderDetails": {"orderStatus": "CLOSED", "orderItems": []},
+        }
+    )
+    script = (
+        pairing
+        + '\ncurl -s "$BASE/v1/stores" -H "Authorization: Bearer $AT"; echo'
+        + f"\ncurl -s -X POST \"$BASE/v1/orders\" -H \"Authorization: Bearer $AT\" -H 'Content-Type: application/json' -d '{order}'; echo"
+    )
+
+    lines = run_bash(script).stdout.strip().splitlines()
+
+    assert json.loads(lines[-2]) == {"greenInvoices": True}
+    assert json.loads(lines[-1]) == {"statusCode": 200}
+    messages = json.loads(live_server.cli("sms", "list", "--json").stdout)
+    assert [(m["orderId"], m["to"]) for m in messages] == [("A-1001", "+12175550123")]
+    assert "/inv/A-1001?k=" in messages[0]["link"]

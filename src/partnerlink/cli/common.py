@@ -12,11 +12,12 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 from typer._click import Context  # typer's own click: the one its commands run on
@@ -24,7 +25,7 @@ from typer.core import TyperGroup
 
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
-from partnerlink.db.migrate import Migration, upgrade
+from partnerlink.db.migrate import Migration, current_revision, upgrade
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
 
@@ -121,11 +122,15 @@ def migrate(settings: Settings) -> Migration:
             code="database_unavailable",
         ) from None
     except (ArgumentError, NoSuchModuleError, ImportError):  # unknown scheme, or no driver
-        raise CommandFailed(
-            "PARTNERLINK_DATABASE_URL is not a database URL PartnerLink can use (SQLite or "
-            "PostgreSQL: sqlite:///./data/partnerlink.db, postgresql://user@host/dbname)",
-            code="invalid_database_url",
-        ) from None
+        raise _invalid_database_url() from None
+
+
+def _invalid_database_url() -> CommandFailed:
+    return CommandFailed(
+        "PARTNERLINK_DATABASE_URL is not a database URL PartnerLink can use (SQLite or "
+        "PostgreSQL: sqlite:///./data/partnerlink.db, postgresql://user@host/dbname)",
+        code="invalid_database_url",
+    )
 
 
 def database_problem(error: DBAPIError, database_url: str | None = None) -> str:
@@ -163,11 +168,52 @@ def database_problem(error: DBAPIError, database_url: str | None = None) -> str:
     return f"cannot use the database {shown}: {last_line.strip()}"
 
 
+def migrate_existing(settings: Settings) -> Migration:
+    """`migrate` for the commands that must not create a database (CONTRACT §12).
+
+    Only `serve`, `worker` and `db upgrade` create one. Any other command run from
+    the wrong folder (the default SQLite path is relative) or against the wrong URL
+    would otherwise make an empty database and, say, print credentials that the
+    running server has never heard of. An existing database of an older revision is
+    still brought up to date.
+    """
+    try:
+        url = make_url(settings.database_url)
+        sqlite_file = _sqlite_file(url)
+        missing = sqlite_file is not None and not sqlite_file.exists()
+        revision = None if missing else current_revision(settings.database_url)
+    except (ArgumentError, NoSuchModuleError, ImportError):
+        raise _invalid_database_url() from None
+    shown = url.render_as_string(hide_password=True)
+    if missing:
+        raise CommandFailed(
+            f"no database at {sqlite_file} (PARTNERLINK_DATABASE_URL is {shown}, read in "
+            f"{Path.cwd()}): run this command where `partnerlink serve` runs, or set "
+            "PARTNERLINK_DATABASE_URL to its database",
+            code="database_not_found",
+        )
+    if revision is None:
+        raise CommandFailed(
+            f"the database {shown} is not migrated: run partnerlink db upgrade "
+            "(or partnerlink serve) first",
+            code="database_not_migrated",
+        )
+    return migrate(settings)
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    """The absolute path of a SQLite database file (None for another database)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database or "").resolve()
+
+
 @contextmanager
 def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
-    """Migrates if needed, then yields a session committed once at the end."""
+    """Migrates an existing database if needed, then yields a session committed once at
+    the end; a database that does not exist is an error, never created (migrate_existing)."""
     settings = settings or load_settings()
-    migrate(settings)
+    migrate_existing(settings)
     engine = make_engine(settings.database_url)
     try:
         with committed_session(make_sessionmaker(engine)) as session:

@@ -117,6 +117,9 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
         address=DEMO_STORE_ADDRESS,
         country_code=DEMO_STORE_COUNTRY,
     )
+    # E-receipts on, so that an order the walkthrough sends through the paired store texts
+    # its customer (`partnerlink sms list` shows it), as the consent flow's approval does.
+    store.green_invoices = True
 
     code, expires_at = _reserve_code(session, settings=settings, merchant=merchant, store=store)
     session.flush()
@@ -162,6 +165,7 @@ def demo_summary(setup: DemoSetup, *, settings: Settings) -> dict[str, Any]:
             "countryCode": setup.store.country_code,
             "currency": setup.store.currency,
             "manual": setup.store.manual,
+            "greenInvoices": setup.store.green_invoices,
         },
         "pairingCode": setup.pairing_code,
         "pairingCodeExpiresAt": setup.pairing_expires_at,
@@ -285,7 +289,12 @@ def _print_text(out: dict[str, Any], settings: Settings) -> None:
     say(f"Merchant  {merchant['email']}  password {merchant['password']}", markup=False)
     say(f"  console        {merchant['consoleUrl']}", markup=False)
     say(f"Profile   {out['profile']['name']}", markup=False)
-    say(f"Store     {out['store']['name']} (manual, {out['store']['currency']})", markup=False)
+    store_receipts = "on" if out["store"]["greenInvoices"] else "off"
+    say(
+        f"Store     {out['store']['name']} (manual, {out['store']['currency']}, "
+        f"e-receipts {store_receipts})",
+        markup=False,
+    )
     say(f"Pairing   code {out['pairingCode']}, valid until {out['pairingCodeExpiresAt']}")
     flow_titles = {"consent": "Consent-screen flow", "pairing": "Pairing-code flow"}
     current = ""

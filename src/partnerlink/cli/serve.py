@@ -43,8 +43,8 @@ def serve(
     settings.signing_key  # noqa: B018 - create data/secret.key once, before workers race for it
     if workers <= 0:
         workers = 1 if settings.is_sqlite else (os.cpu_count() or 1)
-    if not json_output and settings.log_format != "json":  # JSON logs: nothing but JSON lines
-        _print_banner(settings.public_url)
+    # JSON logs: nothing but JSON lines. The banner waits for the port (run_server).
+    show_banner = not json_output and settings.log_format != "json"
     install_log_redaction()
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
     # Several processes: /metrics adds up all of them (files in a directory of this run's).
@@ -56,6 +56,7 @@ def serve(
             host=host,
             port=port,
             workers=workers,
+            on_listening=lambda: _print_banner(settings.public_url) if show_banner else None,
             proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
             server_header=False,
             log_config=log_config(settings.log_format),

@@ -9,12 +9,17 @@ and the other none. With a socket of its own per process, bound with
 SO_REUSEPORT, the kernel spreads new connections evenly across the processes,
 as nginx's and gunicorn's reuse-port options do.
 
-One process (or a system without SO_REUSEPORT) is plain `uvicorn.run`.
+One process (or a system without SO_REUSEPORT) is one uvicorn on one plain socket.
+Either way the sockets are bound here before any server starts, so `on_listening`
+(the "serving at" banner) runs only once the port is ours, and a port another
+program holds is one clear error (`CommandFailed`) instead of a banner followed by
+uvicorn's traceback-free but late "address already in use".
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import multiprocessing
 import os
@@ -22,26 +27,38 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 import uvicorn
 
+from partnerlink.cli.common import CommandFailed
 from partnerlink.ops import mark_server_process_dead
 
 log = logging.getLogger("partnerlink.serving")
 
 BACKLOG = 2048  # uvicorn's default
+STARTUP_FAILURE = 3  # uvicorn's exit status when the application fails to start
 
 
-def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) -> None:
+def run_server(
+    app: str,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    on_listening: Callable[[], None] = lambda: None,
+    **options: Any,
+) -> None:
     """Serves the ASGI app `app` ("module:attribute") with `workers` processes until stopped.
 
-    `options` are uvicorn.Config's (factory, log_config, proxy_headers, ...). A
-    process that dies is replaced; SIGINT or SIGTERM stops them all gracefully.
+    `options` are uvicorn.Config's (factory, log_config, proxy_headers, ...).
+    `on_listening` runs once the port is bound. A process that dies is replaced;
+    SIGINT or SIGTERM stops them all gracefully.
     """
     if workers <= 1 or not hasattr(socket, "SO_REUSEPORT"):
-        uvicorn.run(app, host=host, port=port, workers=max(1, workers), **options)
+        _serve_alone(app, host, port, on_listening, options)
         return
     try:
         # A plain bind first: SO_REUSEPORT alone would let a second `serve` share the port.
@@ -49,10 +66,10 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
         # One listening socket per process, made and kept here: a second `serve` finds the
         # port taken from now on, and a replacement process takes over its predecessor's
         # socket with the connections waiting in it.
-        sockets = [_listening(host, port) for _ in range(workers)]
+        sockets = [_listening(host, port, reuse_port=True) for _ in range(workers)]
     except OSError as error:
-        log.error("cannot listen on %s:%s: %s", host, port, error)
-        raise SystemExit(1) from error
+        raise _cannot_listen(host, port, error) from None
+    on_listening()
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
@@ -83,6 +100,43 @@ def run_server(app: str, *, host: str, port: int, workers: int, **options: Any) 
             mark_server_process_dead(process.pid)
         for sock in sockets:
             sock.close()
+
+
+def _serve_alone(
+    app: str, host: str, port: int, on_listening: Callable[[], None], options: dict[str, Any]
+) -> None:
+    """One server process on one socket, bound before the banner (as uvicorn.run would)."""
+    try:
+        sock = _listening(host, port, reuse_port=False)
+    except OSError as error:
+        raise _cannot_listen(host, port, error) from None
+    on_listening()
+    server = _SaysWhereItRuns(uvicorn.Config(app, host=host, port=port, **options))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it stopped on
+        pass
+    finally:
+        sock.close()
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)
+
+
+class _SaysWhereItRuns(uvicorn.Server):
+    """uvicorn says "Uvicorn running on ..." only for a socket it bound itself; ours is
+    bound beforehand, and operators (and the tests' live server) read that line."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and sockets:
+            self._log_started_message(sockets)
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> CommandFailed:
+    reason = error.strerror or str(error)
+    if error.errno == errno.EADDRINUSE:
+        reason = "the port is in use (another server?); stop it, or choose another with --port"
+    return CommandFailed(f"cannot listen on {host}:{port}: {reason}", code="port_unavailable")
 
 
 def _start(
@@ -125,8 +179,8 @@ def _die_with(parent: int) -> None:
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _listening(host: str, port: int) -> socket.socket:
-    sock = _bound(host, port, reuse_port=True)
+def _listening(host: str, port: int, *, reuse_port: bool) -> socket.socket:
+    sock = _bound(host, port, reuse_port=reuse_port)
     sock.listen(BACKLOG)
     return sock
 
