@@ -9,14 +9,14 @@ provider are the messages themselves (`partnerlink sms list` shows them) and sta
 whole; so do receipts not sent yet (the worker still has to send their link).
 
 Revision ID: 0016
-Revises: 0013
+Revises: 0015
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0013"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
