@@ -77,7 +77,7 @@ def elements(stream: BinaryIO) -> Iterator[dict[str, Any] | str]:
     items = 0  # keys and values of the current record
     quiet = 0  # bytes read since the parser last completed a value
     held = b""
-    in_string = False  # whether the bytes sent so far end inside a string
+    in_string = 0  # 1 when the bytes sent so far end inside a string
     while True:
         chunk = stream.read(READ_BUFFER_BYTES)
         data, held = _split_safely(held + chunk) if chunk else (held, b"")
@@ -143,7 +143,9 @@ def elements(stream: BinaryIO) -> Iterator[dict[str, Any] | str]:
                 elif event == "end_array":
                     depth = 0
                 else:
-                    raise UploadFileInvalid(f"element {index} is not an object; nothing was applied")
+                    raise UploadFileInvalid(
+                        f"element {index} is not an object; nothing was applied"
+                    )
             elif event == "start_array":
                 depth = 1
             else:
