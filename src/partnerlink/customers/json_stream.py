@@ -22,7 +22,7 @@ so that the value holding one is refused like any other unstorable text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 import ijson
@@ -63,10 +63,13 @@ class NestedValue:
 NESTED = NestedValue()
 
 
-def elements(stream: BinaryIO) -> Iterator[dict[str, Any] | str]:
+def elements(
+    stream: BinaryIO, keep_alive: Callable[[], None] | None = None
+) -> Iterator[dict[str, Any] | str]:
     """Yields each element of the file's array in order: the record's own fields
     (values as parsed, NESTED for an array or object), or the reason an over-large
-    record is rejected. Raises UploadFileInvalid at the first fault of the file."""
+    record is rejected. Raises UploadFileInvalid at the first fault of the file.
+    `keep_alive` is called at every read (one element may take minutes to read past)."""
     _expect_array(stream)
     found = ijson.sendable_list()
     parser = ijson.basic_parse_coro(found)
@@ -80,6 +83,8 @@ def elements(stream: BinaryIO) -> Iterator[dict[str, Any] | str]:
     in_string = 0  # 1 when the bytes sent so far end inside a string
     while True:
         chunk = stream.read(READ_BUFFER_BYTES)
+        if keep_alive is not None:
+            keep_alive()
         data, held = _split_safely(held + chunk) if chunk else (held, b"")
         try:
             if data:

@@ -34,9 +34,6 @@ __all__ = [
     "read_checked_batches",
 ]
 
-# The check calls its keep-alive every so many elements (a fraction of a second's parsing).
-KEEP_ALIVE_EVERY = 20_000
-
 
 @dataclass
 class ParsedBatch:
@@ -93,10 +90,9 @@ def _rejection_reason(raw_email: object, raw_phone: object) -> str:
 def check_file(stream: BinaryIO, keep_alive: Callable[[], None]) -> None:
     """The first pass: raises UploadFileInvalid unless the whole file can be ingested.
     Parses without normalizing (a fraction of the second pass's cost); `keep_alive`
-    is called every KEEP_ALIVE_EVERY elements."""
-    for index, _ in enumerate(elements(stream), start=1):
-        if index % KEEP_ALIVE_EVERY == 0:
-            keep_alive()
+    is called at every read of the file."""
+    for _ in elements(stream, keep_alive):
+        pass
 
 
 def read_checked_batches(
@@ -115,18 +111,29 @@ def read_checked_batches(
     if skip == 0:
         check_file(stream, keep_alive)
         stream.seek(0)
-    yield from read_batches(stream, default_region=default_region, skip=skip, batch_size=batch_size)
+    yield from read_batches(
+        stream,
+        default_region=default_region,
+        skip=skip,
+        batch_size=batch_size,
+        keep_alive=keep_alive,
+    )
 
 
 def read_batches(
-    stream: BinaryIO, *, default_region: str | None, skip: int, batch_size: int
+    stream: BinaryIO,
+    *,
+    default_region: str | None,
+    skip: int,
+    batch_size: int,
+    keep_alive: Callable[[], None] | None = None,
 ) -> Iterator[ParsedBatch]:
     """Yields the file's records in batches, starting after the first `skip` elements.
 
     Does not check the file first (see read_checked_batches): a fault raises
     UploadFileInvalid when the reading reaches it.
     """
-    items = elements(stream)
+    items = elements(stream, keep_alive)
     index = skip
     # Already-applied elements are parsed again (the parse cannot seek), but not normalized.
     for _ in islice(items, skip):
