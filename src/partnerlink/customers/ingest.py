@@ -176,8 +176,9 @@ def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) ->
 def _lease_keeper(
     sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload
 ) -> Callable[[], None]:
-    """Renews the upload's lease while no batch is committed (the first pass's check of a
-    large file), at most every third of the lease; raises LeaseLost if it was taken over."""
+    """Renews the upload's lease while no batch is committed (the reading of a large file,
+    or of one element that takes long to read past), at most every third of the lease;
+    raises LeaseLost if it was taken over."""
     every = settings.upload_lease_seconds / 3
     renewed = time.monotonic()
 

@@ -18,12 +18,14 @@ import re
 from email_validator import EmailNotValidError, validate_email
 
 from partnerlink.phones import normalize_phone
+from partnerlink.stores.schemas import country_codes, storable_text
 
 __all__ = [
     "normalize_country_code",
     "normalize_email",
     "normalize_phone",
     "normalize_text",
+    "record_refusals",
 ]
 
 MAX_EMAIL_LENGTH = 254
@@ -44,6 +46,17 @@ _EMAIL_RE = re.compile(
 # that have no place in a name: dropped from free text.
 _UNSTORABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 MAX_TEXT_LENGTH = 200
+# The longest value an order takes for each field of a customer record (an order's
+# customer fields, orders/schemas.py; the city and country of its store snapshot,
+# stores/schemas.py), in characters as given.
+FIELD_LIMITS = {
+    "email": 320,
+    "phoneNumber": 50,
+    "firstName": MAX_TEXT_LENGTH,
+    "lastName": MAX_TEXT_LENGTH,
+    "city": MAX_TEXT_LENGTH,
+    "countryCode": 50,
+}
 
 
 def normalize_email(raw: object) -> str | None:
@@ -83,10 +96,31 @@ def normalize_text(raw: object, max_length: int = MAX_TEXT_LENGTH) -> str | None
 
 
 def normalize_country_code(raw: object) -> str | None:
-    """An ISO 3166 alpha-2 code, upper-cased; anything else counts as absent."""
+    """An ISO 3166-1 alpha-2 code (stores' list), upper-cased; anything else counts as absent."""
     if not isinstance(raw, str):
         return None
     value = raw.strip().upper()
-    if len(value) != 2 or not value.isascii() or not value.isalpha():
-        return None
-    return value
+    return value if value in country_codes() else None
+
+
+def record_refusals(record: dict[str, object]) -> list[str]:
+    """Why an order would refuse the record's values (CONTRACT.md §12): a field that is
+    not text, text a database cannot store as given (stores' storable_text: NUL,
+    control characters, lone surrogates), text over the field's limit, an unknown
+    country. Empty when none; null and blank values count as absent."""
+    refusals = []
+    for name, limit in FIELD_LIMITS.items():
+        raw = record.get(name)
+        if raw is None:
+            continue
+        if not isinstance(raw, str):
+            refusals.append(f"{name} must be a string")
+        elif len(raw) > limit:
+            refusals.append(f"{name} must be at most {limit} characters")
+        elif not storable_text(raw):
+            refusals.append(
+                f"{name} must be printable text (no NUL, control character or lone surrogate)"
+            )
+        elif name == "countryCode" and raw.strip() and normalize_country_code(raw) is None:
+            refusals.append(f"{name} must be an ISO 3166-1 alpha-2 country code, e.g. US")
+    return refusals

@@ -37,7 +37,7 @@ def read_batches_elsewhere(
     keep_alive: Callable[[], None],
 ) -> Generator[ParsedBatch, None, None]:
     """Like reader.read_checked_batches (same batches, same errors, `keep_alive` called
-    while the child checks the file), computed by a child process."""
+    while the child reads the file), computed by a child process."""
     storage.open(key).close()  # a missing file raises FileNotFoundError here, not in the child
     read_end, write_end = os.pipe()
     job = pickle.dumps((storage, key, default_region, skip, batch_size))
