@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -117,6 +118,13 @@ class Settings(BaseSettings):
     @property
     def trusted_proxy_set(self) -> frozenset[str]:
         return frozenset(p.strip() for p in self.trusted_proxies.split(",") if p.strip())
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # pydantic copies the instance's __dict__, cached properties included: a copy with
+        # another secret_key would otherwise keep signing with the original's key.
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("signing_key", None)
+        return copy
 
     @cached_property
     def signing_key(self) -> bytes:
