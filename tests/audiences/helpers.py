@@ -46,15 +46,17 @@ def add_order(
     days_ago: float,
     price: int = 1000,
     currency: str = "USD",
+    partner_id: str | None = None,
 ) -> Order:
     number = session.query(Order).count() + 1
     # Sent by the partner connected to the store last, as a POST /v1/orders would be.
-    partner_id = session.scalar(
+    partner_id = partner_id or session.scalar(
         select(Connection.partner_id)
         .where(Connection.store_id == store.id)
         .order_by(Connection.created_at.desc())
         .limit(1)
     )
+    assert partner_id is not None, "an order needs its partner: connect one or pass partner_id"
     order = Order(
         store_id=store.id,
         profile_id=store.profile_id,

@@ -13,6 +13,7 @@ from partnerlink.stores.models import Store
 from tests.audiences.helpers import add_customer, add_order
 from tests.browser.conftest import Deployment
 from tests.browser.test_console_browser import console_sign_in
+from tests.factories import create_partner
 
 pytestmark = pytest.mark.browser
 
@@ -23,6 +24,8 @@ def _arrange(deployment: Deployment, store_id: str) -> None:
         with make_sessionmaker(engine)() as session:
             store = session.get(Store, store_id)
             assert store is not None
+            # Orders are a partner's (CONTRACT §6: keyed by store, partner and orderId).
+            partner = create_partner(session, name="Bakery POS", pos_type="bakery-pos").partner
             people = [
                 ("ada@example.com", "+14155550101", "Ada", "Lovelace", 3),
                 ("grace@example.com", None, "Grace", "Hopper", 1),
@@ -34,7 +37,14 @@ def _arrange(deployment: Deployment, store_id: str) -> None:
                     session, store, email=email, phone=phone, first_name=first, last_name=last
                 )
                 for n in range(orders):
-                    add_order(session, store, customer, days_ago=5 + 70 * n, price=1200)
+                    add_order(
+                        session,
+                        store,
+                        customer,
+                        days_ago=5 + 70 * n,
+                        price=1200,
+                        partner_id=partner.id,
+                    )
     finally:
         engine.dispose()
 
