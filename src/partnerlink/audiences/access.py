@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences.choices import matching, person
 from partnerlink.audiences.models import OptOut
 from partnerlink.customers.models import Customer
+from partnerlink.customers.service import customer_json
 from partnerlink.orders.models import Order
 from partnerlink.orders.service import order_json
 from partnerlink.receipts.models import Receipt
@@ -25,14 +26,10 @@ from partnerlink.stores.models import Store
 
 
 def _customer_json(customer: Customer) -> dict[str, Any]:
+    """The merchant API's customer, with the id as stored (a number) and its own times."""
     return {
+        **customer_json(customer),
         "id": customer.id,
-        "email": customer.email,
-        "phoneNumber": customer.phone_number,
-        "firstName": customer.first_name,
-        "lastName": customer.last_name,
-        "city": customer.city,
-        "countryCode": customer.country_code,
         "createdAt": customer.created_at.isoformat(),
         "updatedAt": customer.updated_at.isoformat(),
     }

@@ -15,11 +15,12 @@ from sqlalchemy import ColumnElement, Text, cast, delete, func, or_, select, upd
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences import queries, scrub
-from partnerlink.audiences.hashing import google_phone, normalized_email, sha256_hex
+from partnerlink.audiences.hashing import google_phone, normalized_email
 from partnerlink.audiences.models import DIGEST_OF_VALUE, OptOut, Suppression
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import normalize_email, normalize_phone
 from partnerlink.db.base import utcnow
+from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.models import Touch
 from partnerlink.orders.models import Order
 from partnerlink.problems import ValidationFailed

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from hashlib import sha256
+
+from partnerlink.kit.digests import sha256_hex
 
 META_HEADER = "email,phone,fn,ln,ct,country"
 GOOGLE_HEADER = "Email,Phone,First Name,Last Name,Country,Zip"
@@ -25,10 +26,6 @@ _WHITESPACE = re.compile(r"\s+")
 
 # A customer row as exported: email, phone (E.164), first name, last name, city, country.
 CustomerRow = Sequence[str | None]
-
-
-def sha256_hex(value: str) -> str:
-    return sha256(value.encode("utf-8")).hexdigest()
 
 
 def _hashed(value: str | None) -> str:

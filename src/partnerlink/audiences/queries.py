@@ -34,9 +34,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from partnerlink.audiences.hashing import sha256_hex
 from partnerlink.audiences.models import DIGEST_OF_SHA256, OptOut, Suppression
 from partnerlink.customers.models import Customer
+from partnerlink.kit.digests import sha256_hex
 from partnerlink.orders.models import Order
 from partnerlink.security.identifier_digests import identifier_digest_sql, register_digest_function
 from partnerlink.stores.models import Store

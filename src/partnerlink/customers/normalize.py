@@ -17,8 +17,9 @@ import re
 
 from email_validator import EmailNotValidError, validate_email
 
+from partnerlink.kit.text import storable_text, unstorable_characters
 from partnerlink.phones import normalize_phone
-from partnerlink.stores.schemas import country_codes, storable_text
+from partnerlink.stores.schemas import country_codes
 
 __all__ = [
     "normalize_country_code",
@@ -44,7 +45,7 @@ _EMAIL_RE = re.compile(
 
 # Characters a database refuses (NUL on PostgreSQL, lone surrogates in UTF-8) or
 # that have no place in a name: dropped from free text.
-_UNSTORABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_UNSTORABLE = unstorable_characters(controls=True, line_breaks=False, delete=True)
 MAX_TEXT_LENGTH = 200
 # The longest value an order takes for each field of a customer record (an order's
 # customer fields, orders/schemas.py; the city and country of its store snapshot,
@@ -105,7 +106,7 @@ def normalize_country_code(raw: object) -> str | None:
 
 def record_refusals(record: dict[str, object]) -> list[str]:
     """Why an order would refuse the record's values (CONTRACT.md §12): a field that is
-    not text, text a database cannot store as given (stores' storable_text: NUL,
+    not text, text a database cannot store as given (kit's storable_text: NUL,
     control characters, lone surrogates), text over the field's limit, an unknown
     country. Empty when none; null and blank values count as absent."""
     refusals = []

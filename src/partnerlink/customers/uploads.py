@@ -21,11 +21,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Upload
+from partnerlink.kit.text import storable_text
 from partnerlink.problems import BadRequest, Forbidden, NotFound
 from partnerlink.security.secrets import sign, verify_signature
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.stores.schemas import storable_text
 from partnerlink.tokens.models import Connection
 
 UPLOAD_URL_PATH = "/v1/uploads/"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+from partnerlink.kit.digests import hmac_sha256
 
 TEST = "test"
 CONTROL = "control"
@@ -17,7 +16,7 @@ def is_control(salt: bytes, customer_id: int, holdout_percent: int) -> bool:
     """
     if holdout_percent <= 0:
         return False
-    digest = hmac.new(salt, str(customer_id).encode(), hashlib.sha256).hexdigest()
+    digest = hmac_sha256(salt, str(customer_id).encode()).hex()
     return int(digest[:8], 16) * 100 < holdout_percent * 2**32
 
 

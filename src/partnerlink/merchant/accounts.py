@@ -6,10 +6,10 @@ from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.kit.text import storable_text
 from partnerlink.merchant.models import Merchant
 from partnerlink.problems import Conflict, Unauthorized, ValidationFailed
 from partnerlink.security.passwords import hash_password, verify_password
-from partnerlink.stores.schemas import storable_text
 
 MIN_PASSWORD_LENGTH = 8
 

@@ -7,10 +7,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.kit.text import storable_text
 from partnerlink.merchant.models import Profile
 from partnerlink.problems import ValidationFailed
 from partnerlink.stores.models import Store
-from partnerlink.stores.schemas import storable_text
 from partnerlink.stores.service import merchant_store_view
 
 

@@ -11,7 +11,9 @@
 The order's `campaign_id` is the campaign of the latest such touch (the
 greatest campaign id among touches at the same instant), NULL when none.
 
-An order's class is computed inside its own upsert (`queries.UPSERT_ORDER`),
+The rule is written once, as `RULES`: the Python form (`classify`) and the SQL
+form (`conversion_case`, the CASE of the upsert) are both read from it. An
+order's class is computed inside its own upsert (`queries.UPSERT_ORDER`),
 at no extra round trip. Data that arrives late re-classifies the orders it
 affects, where it arrives, with `reclassify_customers`: an order older than
 its customer's newest order (the pipeline), and touches (measurement/).
@@ -19,20 +21,32 @@ its customer's newest order (the pipeline), and touches (measurement/).
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from partnerlink.db.raw import Sql, Statement
+from partnerlink.kit.digests import sha256_hex
 
 ANONYMOUS = "anonymous"
 ORGANIC = "organic"
 NEW = "new"
 RETURNING = "returning"
 CLASSES = (NEW, RETURNING, ORGANIC, ANONYMOUS)
+
+# The facts the class depends on, each true or false for an order.
+NO_CUSTOMER = "no_customer"  # no usable email or phone, so no known customer
+NO_TOUCH = "no_touch"  # no touch of the customer's within the window before the order
+EARLIER_ORDER = "earlier_order"  # the customer has an order with an older createdAt
+# The rule: the first fact that holds gives the class; when none holds, OTHERWISE.
+RULES: tuple[tuple[str, str], ...] = (
+    (NO_CUSTOMER, ANONYMOUS),
+    (NO_TOUCH, ORGANIC),
+    (EARLIER_ORDER, RETURNING),
+)
+OTHERWISE = NEW
 
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 _CHUNK = 500  # ids per IN list
@@ -48,7 +62,7 @@ def window_start(created_at: datetime, window_days: int) -> datetime:
 
 def identifier_hash(value: str | None) -> str | None:
     """Lower-case hex SHA-256 of a normalized email or E.164 phone, as ad platforms use."""
-    return None if value is None else hashlib.sha256(value.encode()).hexdigest()
+    return None if value is None else sha256_hex(value)
 
 
 def stored_time(value: Any) -> datetime:
@@ -59,17 +73,29 @@ def stored_time(value: Any) -> datetime:
     return value.astimezone(UTC)
 
 
+def conversion_of(facts: Mapping[str, bool]) -> str:
+    """The class `RULES` gives for these facts."""
+    return next((conversion for fact, conversion in RULES if facts[fact]), OTHERWISE)
+
+
+def conversion_case(conditions: Mapping[str, str]) -> str:
+    """`RULES` as an SQL CASE expression, each fact given as an SQL condition."""
+    whens = "".join(f" WHEN {conditions[fact]} THEN '{conversion}'" for fact, conversion in RULES)
+    return f"CASE{whens} ELSE '{OTHERWISE}' END"
+
+
 def classify(
     ordered_at: datetime,
     first_order_at: datetime,
     touches: Sequence[tuple[datetime, str]],
     window_days: int,
 ) -> tuple[str, str | None]:
-    """(class, campaign) of a known customer's order; `touches` sorted by (time, campaign)."""
+    """(class, campaign) of a known customer's order; `touches` sorted by (time, campaign).
+    The campaign is the latest touch's within the window, None when there is none."""
     position = bisect_right(touches, (ordered_at, "\U0010ffff")) - 1
-    if position < 0 or touches[position][0] < window_start(ordered_at, window_days):
-        return ORGANIC, None
-    return (NEW if ordered_at <= first_order_at else RETURNING), touches[position][1]
+    touched = position >= 0 and touches[position][0] >= window_start(ordered_at, window_days)
+    facts = {NO_CUSTOMER: False, NO_TOUCH: not touched, EARLIER_ORDER: first_order_at < ordered_at}
+    return conversion_of(facts), (touches[position][1] if touched else None)
 
 
 def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:

@@ -13,7 +13,12 @@ from datetime import datetime
 from sqlalchemy import Select, select
 
 from partnerlink.db.raw import Statement
-from partnerlink.orders.conversion import ANONYMOUS, NEW, ORGANIC, RETURNING
+from partnerlink.orders.conversion import (
+    EARLIER_ORDER,
+    NO_CUSTOMER,
+    NO_TOUCH,
+    conversion_case,
+)
 from partnerlink.orders.models import Order
 
 # Written on every store of an order; the rest (identity, conversion, received_at) only once.
@@ -55,14 +60,18 @@ _LATEST_TOUCH = (
     " ORDER BY touches.touched_at DESC, touches.campaign_id DESC LIMIT 1"
 )
 _CAMPAIGN = f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN NULL ELSE ({_LATEST_TOUCH}) END"
-_CONVERSION = (
-    f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN '{ANONYMOUS}'"
-    f" WHEN ({_LATEST_TOUCH}) IS NULL THEN '{ORGANIC}'"
-    " WHEN EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
-    " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
-    " AND NOT (earlier.store_id = :store_id AND earlier.partner_id = :partner_id"
-    " AND earlier.order_id = :order_id))"
-    f" THEN '{RETURNING}' ELSE '{NEW}' END"
+# The rule's CASE is generated from conversion.RULES; only each fact's SQL is written here.
+_CONVERSION = conversion_case(
+    {
+        NO_CUSTOMER: "CAST(:customer_id AS BIGINT) IS NULL",
+        NO_TOUCH: f"({_LATEST_TOUCH}) IS NULL",
+        EARLIER_ORDER: (
+            "EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
+            " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
+            " AND NOT (earlier.store_id = :store_id AND earlier.partner_id = :partner_id"
+            " AND earlier.order_id = :order_id))"
+        ),
+    }
 )
 # Whether the customer has an order newer than this one: that order's class may have been
 # computed without this one (new -> returning), so the pipeline re-classifies the customer.

@@ -14,7 +14,6 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated
 
-from babel.numbers import list_currencies
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -25,10 +24,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from partnerlink.kit.currencies import currency_codes
+from partnerlink.kit.text import unstorable_characters
 from partnerlink.stores.schemas import StoreProfileIn
 
 _MONEY = re.compile(r"-?[0-9]{1,18}")
-_KNOWN_CURRENCIES = frozenset(list_currencies())
+# Free text of an order (names, item names, details) may hold line breaks and controls.
+_UNSTORABLE = unstorable_characters(controls=False, line_breaks=False)
 _INT64 = 2**63
 MAX_DETAIL_DEPTH = 32
 
@@ -55,13 +57,11 @@ def _integer(value: object) -> object:
 
 def clean_text(value: str) -> str:
     """Refuses what no database column can hold: NUL characters and lone surrogates."""
+    if _UNSTORABLE.search(value) is None:
+        return value
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text") from None
-    return value
+    raise ValueError("must be valid Unicode text")
 
 
 def parse_money(value: str) -> str:
@@ -76,7 +76,7 @@ def parse_money(value: str) -> str:
 
 def parse_currency(value: str) -> str:
     code = value.strip().upper()
-    if code not in _KNOWN_CURRENCIES:
+    if code not in currency_codes():
         raise ValueError('must be a known ISO 4217 currency code, e.g. "USD"')
     return code
 

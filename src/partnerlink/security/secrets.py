@@ -7,10 +7,10 @@ not leak a usable credential. High-entropy values need no slow hash.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import secrets
+
+from partnerlink.kit.digests import hmac_sha256, sha256_hex, unpadded_base64url
 
 ACCESS_TOKEN_PREFIX = "plk_at_"
 REFRESH_TOKEN_PREFIX = "plk_rt_"
@@ -26,7 +26,8 @@ def mint(prefix: str, nbytes: int = 32, *, sandbox: bool = False) -> str:
 
 
 def digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    """What is stored of a secret: its SHA-256, in hex."""
+    return sha256_hex(value)
 
 
 def matches(value: str, expected_digest: str) -> bool:
@@ -35,8 +36,7 @@ def matches(value: str, expected_digest: str) -> bool:
 
 
 def sign(key: bytes, message: str) -> str:
-    mac = hmac.new(key, message.encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    return unpadded_base64url(hmac_sha256(key, message.encode()))
 
 
 def verify_signature(key: bytes, message: str, signature: str) -> bool:

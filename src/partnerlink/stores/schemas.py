@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Annotated, Any
 
 from babel import Locale
-from babel.numbers import list_currencies
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
+from partnerlink.kit.currencies import currency_codes
+from partnerlink.kit.text import storable_text
 from partnerlink.phones import normalize_phone
 
 # Babel's territory list also holds regions and groupings that are not countries
@@ -31,22 +31,6 @@ def country_codes() -> frozenset[str]:
         for code in map(str, Locale("en").territories)
         if len(code) == 2 and code.isalpha() and code not in _NOT_COUNTRIES
     )
-
-
-@lru_cache(maxsize=1)
-def currency_codes() -> frozenset[str]:
-    """ISO 4217 codes known to Babel."""
-    return frozenset(list_currencies())
-
-
-# Control characters but tab, and surrogate code points (UTF-8 cannot encode them).
-_UNSTORABLE_CHARACTER = re.compile("[\x00-\x08\x0a-\x1f\ud800-\udfff]")
-
-
-def storable_text(value: str) -> bool:
-    """False for text a database would refuse: NUL, control characters, lone surrogates."""
-    # One regular-expression search: customer files check a million records with it.
-    return _UNSTORABLE_CHARACTER.search(value) is None
 
 
 def _reject_control_characters(value: str) -> str:

@@ -11,7 +11,9 @@ from decimal import Decimal
 from functools import lru_cache
 
 from babel import Locale, UnknownLocaleError
-from babel.numbers import format_currency, format_decimal, get_currency_precision
+from babel.numbers import format_currency, format_decimal
+
+from partnerlink.kit.currencies import NO_MINOR_UNIT, minor_units
 
 EN_US = Locale.parse("en_US")
 
@@ -27,12 +29,8 @@ def locale_for(country_code: str | None) -> Locale:
     return Locale.parse("en")
 
 
-# ISO 4217 gives these codes no minor unit ("N.A."): units of account, precious metals,
-# the testing code XTS and "no currency" XXX. CLDR falls back to 2 digits for them and
-# draws XXX as "¤", so they are written by code, in whole units: 5 XXX is "XXX 5".
-NO_MINOR_UNIT = frozenset(
-    {"XAG", "XAU", "XBA", "XBB", "XBC", "XBD", "XDR", "XPD", "XPT", "XSU", "XTS", "XUA", "XXX"}
-)
+# Codes without a minor unit (kit/currencies.py): CLDR draws XXX as "¤", so they are
+# written by code, in whole units: 5 XXX is "XXX 5".
 _NBSP = "\u00a0"
 
 
@@ -49,7 +47,7 @@ def format_money(minor: object, currency: object, locale: Locale = EN_US) -> str
         if currency in NO_MINOR_UNIT:
             text = currency + _NBSP + format_decimal(abs(units), format="#,##0", locale=locale)
         else:
-            digits = get_currency_precision(currency) if currency else 2
+            digits = minor_units(currency) if currency else 2
             amount = Decimal(abs(units)).scaleb(-digits)
             text = str(format_currency(amount, currency, locale=locale)).strip()
     except (ValueError, ArithmeticError):

@@ -9,10 +9,9 @@ partner's secret too: rotate and hand them out again.)
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import secrets
+
+from partnerlink.kit.digests import hmac_sha256, unpadded_base64url
 
 SECRET_PREFIX = "whsec_"
 _CONTEXT = b"webhook-signing-secret:"
@@ -23,13 +22,12 @@ def new_nonce() -> str:
 
 
 def webhook_secret(signing_key: bytes, nonce: str) -> str:
-    mac = hmac.new(signing_key, _CONTEXT + nonce.encode(), hashlib.sha256).digest()
-    return SECRET_PREFIX + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    return SECRET_PREFIX + unpadded_base64url(hmac_sha256(signing_key, _CONTEXT + nonce.encode()))
 
 
 def signature_header(secret: str, body: bytes, timestamp: int) -> str:
     """`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, keyed with the
     whole secret string (`whsec_` included) as UTF-8."""
     signed = f"{timestamp}.".encode() + body
-    v1 = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    v1 = hmac_sha256(secret.encode(), signed).hex()
     return f"t={timestamp},v1={v1}"
