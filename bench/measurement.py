@@ -44,9 +44,8 @@ from benchdb import fresh_database  # bench/benchdb.py
 from partnerlink.app import create_app
 from partnerlink.customers.models import Customer
 from partnerlink.db.migrate import upgrade
-from partnerlink.measurement.models import Touch
 from partnerlink.merchant.sessions import start_session
-from partnerlink.orders.models import Order
+from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
 
 CHUNK = 5000

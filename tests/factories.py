@@ -11,7 +11,8 @@ from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import register_partner
 from partnerlink.stores.models import Store
-from partnerlink.tokens.service import issue_access_token, issue_refresh_token, open_connection
+from partnerlink.stores.service import open_connection
+from partnerlink.tokens.service import issue_access_token, issue_refresh_token
 
 DEFAULT_PASSWORD = "correct horse battery"
 

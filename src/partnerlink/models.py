@@ -7,9 +7,9 @@ from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
-from partnerlink.measurement.models import Campaign, Touch
+from partnerlink.measurement.models import Campaign
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
-from partnerlink.orders.models import Order
+from partnerlink.orders.models import Order, Touch
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.models import Partner
 from partnerlink.receipts.models import Receipt, SmsStop

@@ -16,9 +16,8 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences.choices import opt_in_phone, opt_out_phone
 from partnerlink.audiences.models import Suppression
 from partnerlink.db.base import Base
-from partnerlink.measurement.models import Touch
 from partnerlink.orders.conversion import identifier_hash
-from partnerlink.orders.models import Order
+from partnerlink.orders.models import Order, Touch
 from partnerlink.receipts.models import Receipt
 from tests.audiences.helpers import add_customer, add_order
 from tests.conftest import LiveServer

@@ -10,7 +10,8 @@ import pytest
 from fastapi import FastAPI
 
 from partnerlink.settings import Settings
-from partnerlink.tokens.service import issue_access_token, open_connection
+from partnerlink.stores.service import open_connection
+from partnerlink.tokens.service import issue_access_token
 from tests.customers.conftest import Uploader, counts
 from tests.factories import create_connected_store, create_store
 

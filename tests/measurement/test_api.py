@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from partnerlink.measurement.models import Campaign, Touch
+from partnerlink.measurement.models import Campaign
+from partnerlink.orders.models import Touch
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.merchant.helpers import OTHER, sign_in
 from tests.orders.builders import order_body, post

@@ -12,7 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from partnerlink.measurement.models import Campaign, Touch
+from partnerlink.measurement.models import Campaign
+from partnerlink.orders.models import Touch
 from partnerlink.settings import Settings
 from partnerlink.web.money import format_money
 from tests.factories import ConnectedStoreFixture

@@ -17,9 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
-from partnerlink.measurement.models import Touch
 from partnerlink.measurement.service import import_touch_lines
-from partnerlink.orders.models import Order
+from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
 from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture

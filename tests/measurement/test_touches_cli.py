@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
 from partnerlink.cli import app as cli_app
-from partnerlink.measurement.models import Touch
 from partnerlink.orders.conversion import identifier_hash
+from partnerlink.orders.models import Touch
 from partnerlink.settings import Settings
 from tests.factories import create_merchant_account, create_profile
 

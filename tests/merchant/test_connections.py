@@ -8,12 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from partnerlink.stores.service import open_connection
 from partnerlink.tokens.models import Connection
-from partnerlink.tokens.service import (
-    find_refreshable_connection,
-    issue_access_token,
-    open_connection,
-)
+from partnerlink.tokens.service import find_refreshable_connection, issue_access_token
 from tests.factories import ConnectedStoreFixture, create_connected_store, create_partner
 from tests.merchant.helpers import OTHER, sign_in
 from tests.stores.test_put_store import FULL_PROFILE

@@ -7,7 +7,8 @@ from datetime import datetime
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.tokens.service import issue_access_token, open_connection
+from partnerlink.stores.service import open_connection
+from partnerlink.tokens.service import issue_access_token
 from tests.factories import ConnectedStoreFixture, create_connected_store, create_partner
 from tests.merchant.helpers import sign_in
 

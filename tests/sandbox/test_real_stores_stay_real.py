@@ -15,8 +15,9 @@ from partnerlink.db.base import utcnow
 from partnerlink.pairing.models import PairingCode
 from partnerlink.partners.service import find_partner_by_client_id, register_partner
 from partnerlink.stores.models import Store
+from partnerlink.stores.service import open_connection
 from partnerlink.tokens.models import Connection
-from partnerlink.tokens.service import SandboxPartnerRealStore, open_connection
+from partnerlink.tokens.service import SandboxPartnerRealStore
 from tests.factories import ConnectedStoreFixture as ConnectedStore
 from tests.factories import create_connected_store
 from tests.merchant.helpers import sign_in

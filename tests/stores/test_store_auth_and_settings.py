@@ -12,8 +12,9 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
+from partnerlink.stores.service import open_connection
 from partnerlink.tokens.models import Connection
-from partnerlink.tokens.service import issue_access_token, open_connection, revoke_connection
+from partnerlink.tokens.service import issue_access_token, revoke_connection
 from tests.factories import create_connected_store
 from tests.stores.test_put_store import FULL_PROFILE
 

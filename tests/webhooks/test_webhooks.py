@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from partnerlink.partners.models import Partner
 from partnerlink.problems import ValidationFailed
 from partnerlink.settings import Settings
-from partnerlink.tokens.service import open_connection_with_access_token
+from partnerlink.stores.service import open_connection_with_access_token
 from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.models import WebhookEvent
 from partnerlink.webhooks.registration import rotate_webhook_secret, set_webhook_url
@@ -53,7 +53,12 @@ def test_every_cause_sends_its_signed_event(
         params={"client_id": shop.partner.client_id, "client_secret": shop.partner.client_secret},
     ).json()["connections"]
     renewed = open_connection_with_access_token(
-        session, store_id=store_id, partner=shop.partner.partner, method="pairing", ttl_seconds=None
+        session,
+        store_id=store_id,
+        partner_id=shop.partner.partner.id,
+        pos_type=shop.partner.partner.pos_type,
+        method="pairing",
+        ttl_seconds=None,
     )
     session.commit()
     # connection.revoked, merchant: the merchant disconnects the new one
@@ -345,7 +350,8 @@ def test_a_finished_upload_is_told_only_to_the_partner_who_uploaded(
         opened = open_connection_with_access_token(
             session,
             store_id=shop.store.id,
-            partner=other.partner,
+            partner_id=other.partner.id,
+            pos_type=other.partner.pos_type,
             method="pairing",
             ttl_seconds=None,
         )

@@ -21,8 +21,8 @@ from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import normalize_email, normalize_phone
 from partnerlink.db.base import utcnow
 from partnerlink.kit.digests import sha256_hex
-from partnerlink.measurement.models import Touch
 from partnerlink.orders.models import Order
+from partnerlink.orders.touches import erase_touches
 from partnerlink.problems import ValidationFailed
 from partnerlink.receipts.models import Receipt
 from partnerlink.security.identifier_digests import identifier_digest
@@ -196,13 +196,8 @@ def erase(
     others = scrub.needles(emails=emails, phones=phones, raw_phones=raw_phones, region=region)
     _scrub_details(session, _orders_mentioning(session, profile_id, emails, phones), others)
     unkeyed = {sha256_hex(e) for e in emails} | {sha256_hex(p) for p in phones}
-    # Touches keep only the ad platforms' unkeyed hashes (measurement); the person's go.
-    session.execute(
-        delete(Touch).where(
-            Touch.profile_id == profile_id,
-            or_(Touch.email_sha256.in_(unkeyed), Touch.phone_sha256.in_(unkeyed)),
-        )
-    )
+    # Touches keep only the ad platforms' unkeyed hashes (orders' table); the person's go.
+    erase_touches(session, profile_id=profile_id, hashes=unkeyed)
     if ids:
         session.execute(delete(Customer).where(Customer.id.in_(ids)))
     _suppress(session, profile_id, suppression_digests(digest_key, emails, phones))

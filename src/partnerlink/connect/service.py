@@ -32,12 +32,14 @@ from partnerlink.problems import (
 )
 from partnerlink.security.secrets import INTEGRATION_TOKEN_PREFIX, digest, mint
 from partnerlink.stores.models import Store
+from partnerlink.stores.service import (
+    is_sandbox_partner_on_real_store,
+    open_connection_with_access_token,
+)
 from partnerlink.tokens.service import (
     find_refreshable_connection,
-    is_sandbox_partner_on_real_store,
     issue_access_token,
     issue_refresh_token,
-    open_connection_with_access_token,
 )
 
 TokenStatus = Literal["pending", "finished", "cancelled"]
@@ -205,7 +207,8 @@ def exchange_integration_token(
     opened = open_connection_with_access_token(
         session,
         store_id=store.id,
-        partner=partner,
+        partner_id=partner.id,
+        pos_type=partner.pos_type,
         method="consent",
         ttl_seconds=access_ttl_seconds,
     )

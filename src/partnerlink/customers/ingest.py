@@ -38,6 +38,7 @@ from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
+from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import upload_finished
 
 log = logging.getLogger("partnerlink.customers")
@@ -358,8 +359,9 @@ def _finish(
         assert finished is not None
         upload_finished(
             session,
-            connection_id=finished.connection_id,
-            store_id=upload.store_id,
+            receivers=event_receivers(
+                session, store_id=upload.store_id, connection_id=finished.connection_id
+            ),
             data={
                 "uploadId": upload.id,
                 "storeId": upload.store_id,

@@ -320,3 +320,18 @@ def list_customers(session: Session, *, profile_id: str, limit: int) -> list[Cus
             .limit(limit)
         )
     )
+
+
+def identifiers_of(sql: Sql, *, profile_id: str, ids: Sequence[int]) -> list[Any]:
+    """(id, email, phone_number) of the profile's customers among `ids` (orders'
+    re-classification hashes them to find their touches)."""
+    placeholders = ", ".join(f":c{n}" for n in range(len(ids)))
+    params: dict[str, Any] = {f"c{n}": value for n, value in enumerate(ids)}
+    params["profile_id"] = profile_id
+    return sql.all_rows(
+        Statement(
+            "SELECT id, email, phone_number FROM customers"
+            f" WHERE profile_id = :profile_id AND id IN ({placeholders})"
+        ),
+        params,
+    )

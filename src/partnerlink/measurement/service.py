@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import as_sql
 from partnerlink.measurement import queries
-from partnerlink.measurement.models import Campaign, Touch
+from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.touches import RejectedTouch, TouchRow, parse_line, parse_touch
 from partnerlink.merchant.models import Profile
 from partnerlink.orders.conversion import identifier_hash, reclassify_customers
+from partnerlink.orders.touches import record_touches
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
@@ -126,8 +126,8 @@ def store_touches(
         return StoredTouches(0, 0)
     _ensure_campaigns(session, profile_id, touches)
     now = utcnow()
-    session.execute(
-        insert(Touch),
+    record_touches(
+        session,
         [
             {
                 "profile_id": profile_id,

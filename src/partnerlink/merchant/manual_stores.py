@@ -10,6 +10,7 @@ from partnerlink.problems import ValidationFailed
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
 from partnerlink.stores.service import default_currency_for
+from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import store_settings_updated
 
 
@@ -84,7 +85,12 @@ def set_green_invoices(
     """Turns the store's e-receipt flag on or off; connected partners hear of a change."""
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     if bool(store.green_invoices) != enabled:
-        store_settings_updated(session, store_id=store.id, green_invoices=enabled)
+        store_settings_updated(
+            session,
+            receivers=event_receivers(session, store_id=store.id),
+            store_id=store.id,
+            green_invoices=enabled,
+        )
     store.green_invoices = enabled
     session.flush()
     return store

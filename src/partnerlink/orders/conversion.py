@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from partnerlink.customers.queries import identifiers_of
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.kit.digests import sha256_hex
 
@@ -124,13 +125,7 @@ def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], window_days
     placeholders, params = _in_list("c", ids)
     params["profile_id"] = profile_id
     hashes: dict[int, tuple[str | None, str | None]] = {}
-    for customer_id, email, phone in sql.all_rows(
-        Statement(
-            "SELECT id, email, phone_number FROM customers"
-            f" WHERE profile_id = :profile_id AND id IN ({placeholders})"
-        ),
-        params,
-    ):
+    for customer_id, email, phone in identifiers_of(sql, profile_id=profile_id, ids=ids):
         hashes[customer_id] = (identifier_hash(email), identifier_hash(phone))
     touches_by_key = _touches_by_hash(sql, profile_id, hashes.values())
     orders = sql.all_rows(

@@ -1,4 +1,9 @@
-"""Orders streamed by partners."""
+"""Orders streamed by partners, and the ad touches that classify them.
+
+orders owns the touches table (ARCHITECTURE.md, "Who owns which table"): an order's
+conversion class is read from it inside the order's own upsert, and measurement,
+which imports orders, writes the touches a merchant imports through orders/touches.py.
+"""
 
 from __future__ import annotations
 
@@ -54,3 +59,29 @@ class Order(Base):
     campaign_id: Mapped[str | None] = mapped_column(String(200))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Touch(Base):
+    """An ad impression or click reaching a person, known only by identifier hashes.
+
+    `email_sha256` and `phone_sha256` are lower-case hex SHA-256 of the normalized
+    email and E.164 phone (orders/conversion.py: identifier_hash); plain identifiers
+    given are hashed and never stored. A touch is kept whether or not a customer
+    matches it yet: it applies when one appears.
+    """
+
+    __tablename__ = "touches"
+    __table_args__ = (
+        # Led by the key, like the customers' look-up indexes (migration 0007); the time
+        # last, so an order's window is read from the index.
+        Index("ix_touches_email_sha256", "email_sha256", "profile_id", "touched_at"),
+        Index("ix_touches_phone_sha256", "phone_sha256", "profile_id", "touched_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    campaign_id: Mapped[str] = mapped_column(String(200))
+    email_sha256: Mapped[str | None] = mapped_column(String(64))
+    phone_sha256: Mapped[str | None] = mapped_column(String(64))
+    touched_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

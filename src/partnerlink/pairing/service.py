@@ -24,7 +24,7 @@ from partnerlink.partners.service import POS_TYPE_PATTERN
 from partnerlink.problems import DomainError, Gone, NotFound, ValidationFailed
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.tokens.service import (
+from partnerlink.stores.service import (
     is_sandbox_partner_on_real_store,
     open_connection_with_access_token,
 )
@@ -156,7 +156,12 @@ def redeem_pairing_code(session: Session, *, code: int) -> PairedStore:
         raise UnknownCode()
     partner: Partner = row.Partner
     opened = open_connection_with_access_token(
-        session, store_id=row.store_id, partner=partner, method="pairing", ttl_seconds=None
+        session,
+        store_id=row.store_id,
+        partner_id=partner.id,
+        pos_type=partner.pos_type,
+        method="pairing",
+        ttl_seconds=None,
     )
     session.flush()
     return PairedStore(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from babel.numbers import get_territory_currencies
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
@@ -12,6 +13,8 @@ from partnerlink.db.raw import Sql, Statement
 from partnerlink.problems import InvalidToken
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
+from partnerlink.tokens import service as tokens
+from partnerlink.tokens.models import Connection
 
 # A territory with no tender of its own (Antarctica) still needs a currency.
 FALLBACK_CURRENCY = "USD"
@@ -30,6 +33,60 @@ def load_store(session: Session, *, store_id: str) -> Store:
         # The token's store was deleted between authentication and now.
         raise InvalidToken()
     return store
+
+
+def is_test_store(session: Session, *, store_id: str) -> bool:
+    return bool(session.scalar(select(Store.is_test).where(Store.id == store_id)))
+
+
+def is_sandbox_partner_on_real_store(session: Session, *, store_id: str, partner_id: str) -> bool:
+    """Whether a sandbox partner would reach a real store (one not made as a test store)."""
+    return tokens.is_sandbox_partner_on_real_store(
+        session, partner_id=partner_id, store_is_test=is_test_store(session, store_id=store_id)
+    )
+
+
+def open_connection(
+    session: Session, *, store_id: str, partner_id: str, method: str, pos_type: str
+) -> Connection:
+    """tokens' `open_connection` with the store's side of it: a store's posType follows
+    the partner connected last (tokens sits below stores and writes no store row)."""
+    connection = tokens.open_connection(
+        session,
+        store_id=store_id,
+        partner_id=partner_id,
+        method=method,
+        store_is_test=is_test_store(session, store_id=store_id),
+    )
+    _set_pos_type(session, store_id=store_id, pos_type=pos_type)
+    return connection
+
+
+def open_connection_with_access_token(
+    session: Session,
+    *,
+    store_id: str,
+    partner_id: str,
+    pos_type: str,
+    method: str,
+    ttl_seconds: int | None,
+) -> tokens.OpenedConnection:
+    """`open_connection`, and the connection's first access token."""
+    opened = tokens.open_connection_with_access_token(
+        session,
+        store_id=store_id,
+        partner_id=partner_id,
+        method=method,
+        ttl_seconds=ttl_seconds,
+        store_is_test=is_test_store(session, store_id=store_id),
+    )
+    _set_pos_type(session, store_id=store_id, pos_type=pos_type)
+    return opened
+
+
+def _set_pos_type(session: Session, *, store_id: str, pos_type: str) -> None:
+    session.execute(update(Store).where(Store.id == store_id).values(pos_type=pos_type))
+    session.flush()
 
 
 def profile_values(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import column, select, table, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
@@ -22,10 +22,6 @@ from partnerlink.security.secrets import (
 )
 from partnerlink.tokens.models import Connection, Token
 from partnerlink.webhooks.events import connection_revoked
-
-# tokens sits below stores (stores' API authenticates with tokens/deps.py) and imports
-# nothing of it: a connection names its store's posType through this one column.
-_STORES = table("stores", column("id"), column("pos_type"), column("is_test"))
 
 
 class SandboxPartnerRealStore(ValidationFailed):
@@ -60,14 +56,17 @@ class IssuedTokens:
 
 
 def open_connection(
-    session: Session, *, store_id: str, partner_id: str, method: str, pos_type: str
+    session: Session, *, store_id: str, partner_id: str, method: str, store_is_test: bool
 ) -> Connection:
     """Opens a connection, revoking any live one of the same store and partner.
 
-    A store holds at most one live connection per partner (CONTRACT.md §6), and
-    its posType follows the partner connected last.
+    A store holds at most one live connection per partner (CONTRACT.md §6). tokens sits
+    below stores and touches no store row: the caller says whether the store is a test
+    store, and sets its posType (`stores.service.open_connection` does both).
     """
-    if is_sandbox_partner_on_real_store(session, store_id=store_id, partner_id=partner_id):
+    if is_sandbox_partner_on_real_store(
+        session, partner_id=partner_id, store_is_test=store_is_test
+    ):
         # CONTRACT §9/§12: a store never turns from real to test. Consent and pairing refuse
         # this earlier with their own answers; this is the last guard of every path.
         raise SandboxPartnerRealStore()
@@ -93,17 +92,30 @@ def open_connection(
         )
     connection = Connection(store_id=store_id, partner_id=partner_id, method=method, created_at=now)
     session.add(connection)
-    session.execute(update(_STORES).where(_STORES.c.id == store_id).values(pos_type=pos_type))
     session.flush()
     return connection
 
 
-def is_sandbox_partner_on_real_store(session: Session, *, store_id: str, partner_id: str) -> bool:
+def is_sandbox_partner_on_real_store(
+    session: Session, *, partner_id: str, store_is_test: bool
+) -> bool:
     """Whether a sandbox partner would reach a real store (one not made as a test store)."""
-    sandbox = session.scalar(select(Partner.sandbox).where(Partner.id == partner_id))
-    if not sandbox:
+    if store_is_test:
         return False
-    return not session.scalar(select(_STORES.c.is_test).where(_STORES.c.id == store_id))
+    return bool(session.scalar(select(Partner.sandbox).where(Partner.id == partner_id)))
+
+
+def event_receivers(
+    session: Session, *, store_id: str, connection_id: str | None = None
+) -> list[tuple[str, str]]:
+    """Who hears of a store's event (webhooks' `Receivers`): (connection id, partner id)
+    of the store's live connections, or of the one live connection named."""
+    statement = select(Connection.id, Connection.partner_id).where(Connection.revoked_at.is_(None))
+    if connection_id is None:
+        statement = statement.where(Connection.store_id == store_id)
+    else:
+        statement = statement.where(Connection.id == connection_id)
+    return [(row[0], row[1]) for row in session.execute(statement)]
 
 
 @dataclass(frozen=True)
@@ -114,11 +126,21 @@ class OpenedConnection:
 
 
 def open_connection_with_access_token(
-    session: Session, *, store_id: str, partner: Partner, method: str, ttl_seconds: int | None
+    session: Session,
+    *,
+    store_id: str,
+    partner_id: str,
+    method: str,
+    ttl_seconds: int | None,
+    store_is_test: bool,
 ) -> OpenedConnection:
     """Opens the partner's connection to the store and mints its first access token."""
     connection = open_connection(
-        session, store_id=store_id, partner_id=partner.id, method=method, pos_type=partner.pos_type
+        session,
+        store_id=store_id,
+        partner_id=partner_id,
+        method=method,
+        store_is_test=store_is_test,
     )
     access_token, expires_at = issue_access_token(
         session, connection_id=connection.id, ttl_seconds=ttl_seconds

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import column, select, table
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
@@ -26,15 +27,9 @@ STORE_SETTINGS_UPDATED = "store.settings.updated"
 UPLOAD_FINISHED = "customers.upload.finished"
 EVENT_TYPES = (CONNECTION_REVOKED, STORE_SETTINGS_UPDATED, UPLOAD_FINISHED)
 
-# webhooks sits below tokens (which write its events); the live connections of a store
-# are read through this table clause, as tokens reads stores.
-_CONNECTIONS = table(
-    "connections",
-    column("id"),
-    column("store_id"),
-    column("partner_id"),
-    column("revoked_at"),
-)
+# webhooks sits below tokens and reads no connection: the caller names the receivers, the
+# (connection id, partner id) pairs that tokens' `event_receivers` read (ARCHITECTURE.md).
+Receivers = Sequence[tuple[str, str]]
 
 
 def new_event_id() -> str:
@@ -91,15 +86,10 @@ def connection_revoked(
 
 
 def to_connected_partners(
-    session: Session, *, store_id: str, event_type: str, data: dict[str, Any]
+    session: Session, *, receivers: Receivers, event_type: str, data: dict[str, Any]
 ) -> None:
-    """The event, to each partner with a live connection to the store."""
-    connections = session.execute(
-        select(_CONNECTIONS.c.id, _CONNECTIONS.c.partner_id).where(
-            _CONNECTIONS.c.store_id == store_id, _CONNECTIONS.c.revoked_at.is_(None)
-        )
-    ).all()
-    for connection_id, partner_id in connections:
+    """The event, to each receiver (a store's live connections: tokens' `event_receivers`)."""
+    for connection_id, partner_id in receivers:
         record_event(
             session,
             partner_id=partner_id,
@@ -109,33 +99,19 @@ def to_connected_partners(
         )
 
 
-def upload_finished(
-    session: Session, *, connection_id: str | None, store_id: str, data: dict[str, Any]
-) -> None:
+def upload_finished(session: Session, *, receivers: Receivers, data: dict[str, Any]) -> None:
     """To the partner whose connection asked for the upload URL, while it is connected
-    (an upload from before connections were recorded: to every connected partner)."""
-    if connection_id is None:
-        to_connected_partners(session, store_id=store_id, event_type=UPLOAD_FINISHED, data=data)
-        return
-    partner_id = session.scalar(
-        select(_CONNECTIONS.c.partner_id).where(
-            _CONNECTIONS.c.id == connection_id, _CONNECTIONS.c.revoked_at.is_(None)
-        )
-    )
-    if partner_id is not None:
-        record_event(
-            session,
-            partner_id=partner_id,
-            connection_id=connection_id,
-            event_type=UPLOAD_FINISHED,
-            data=data,
-        )
+    (an upload from before connections were recorded: to every connected partner);
+    `receivers` are tokens' `event_receivers` for the upload's store and connection."""
+    to_connected_partners(session, receivers=receivers, event_type=UPLOAD_FINISHED, data=data)
 
 
-def store_settings_updated(session: Session, *, store_id: str, green_invoices: bool) -> None:
+def store_settings_updated(
+    session: Session, *, receivers: Receivers, store_id: str, green_invoices: bool
+) -> None:
     to_connected_partners(
         session,
-        store_id=store_id,
+        receivers=receivers,
         event_type=STORE_SETTINGS_UPDATED,
         data={"storeId": store_id, "greenInvoices": green_invoices},
     )
