@@ -168,3 +168,11 @@ def test_no_source_file_is_over_400_lines() -> None:
         and (lines := path.read_text(encoding="utf-8").count("\n")) > 400
     }
     assert not big, f"split these files: {big}"
+
+
+def test_every_package_has_a_test_folder_of_its_own() -> None:
+    # Tests mirror src/: a package's tests are found under its own name.
+    tests = PACKAGE.parents[1] / "tests"
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.rglob("*.py"))}
+    missing = sorted(name for name in packages if not (tests / name / "__init__.py").is_file())
+    assert not missing, f"give these packages a tests/<package>/ folder: {missing}"
