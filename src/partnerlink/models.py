@@ -1,6 +1,6 @@
 """Imports every domain's models so that one metadata describes the whole schema.
 
-The model registry for Alembic (db/migrations/env.py): the one module that sees
+The model registry for Alembic (migrations/env.py): the one module that sees
 every domain's tables, so that `db` itself imports no domain."""
 
 from partnerlink.audiences.models import OptOut, Suppression

@@ -14,7 +14,9 @@ from sqlalchemy.pool import NullPool
 
 from partnerlink.db.engine import make_engine
 
-MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Alembic's scripts live in partnerlink/migrations, above every domain (env.py reads the
+# model registry); db only names their folder for Alembic and imports none of them.
+MIGRATIONS_DIR = Path(__file__).parents[1] / "migrations"
 
 
 @dataclass(frozen=True)

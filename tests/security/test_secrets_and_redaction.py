@@ -1,0 +1,98 @@
+"""Secrets, passwords, the client's address and log redaction: the shared security kit."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import Request
+
+from partnerlink.security.client_address import client_address
+from partnerlink.security.passwords import hash_password, verify_password
+from partnerlink.security.redaction import is_secret_param, redact
+from partnerlink.security.secrets import (
+    ACCESS_TOKEN_PREFIX,
+    digest,
+    matches,
+    mint,
+    sign,
+    verify_signature,
+)
+
+
+def test_minted_secrets_are_prefixed_random_and_checked_against_their_digest() -> None:
+    first, second = mint(ACCESS_TOKEN_PREFIX), mint(ACCESS_TOKEN_PREFIX)
+
+    assert first.startswith("plk_at_") and second.startswith("plk_at_")
+    assert first != second
+    assert mint(ACCESS_TOKEN_PREFIX, sandbox=True).startswith("plk_at_test_")
+    assert len(digest(first)) == 64 and first not in digest(first)
+    assert matches(first, digest(first))
+    assert not matches(second, digest(first))
+
+
+def test_a_signature_holds_only_for_its_key_and_message() -> None:
+    signature = sign(b"key-one", "store=s1")
+
+    assert verify_signature(b"key-one", "store=s1", signature)
+    assert not verify_signature(b"key-two", "store=s1", signature)
+    assert not verify_signature(b"key-one", "store=s2", signature)
+
+
+def test_a_password_verifies_only_against_its_own_hash() -> None:
+    stored = hash_password("correct horse battery staple")
+
+    assert stored.startswith("$argon2id$")
+    assert verify_password("correct horse battery staple", stored)
+    assert not verify_password("wrong", stored)
+    assert not verify_password("anything", None)  # an unknown email
+    assert not verify_password("anything", "not-a-hash")
+
+
+def _request(peer: str, forwarded: str | None = None) -> Request:
+    headers = [(b"x-forwarded-for", forwarded.encode())] if forwarded else []
+    return Request({"type": "http", "client": (peer, 50000), "headers": headers})
+
+
+def test_forwarded_for_is_believed_only_from_a_trusted_proxy() -> None:
+    proxies = frozenset({"10.0.0.1", "10.0.0.2"})
+
+    assert client_address(_request("203.0.113.9", "198.51.100.1"), proxies) == "203.0.113.9"
+    assert client_address(_request("10.0.0.1", "198.51.100.1"), proxies) == "198.51.100.1"
+    # A client's own X-Forwarded-For sits left of what our proxies appended: not believed.
+    assert (
+        client_address(_request("10.0.0.1", "1.2.3.4, 198.51.100.1, 10.0.0.2"), proxies)
+        == "198.51.100.1"
+    )
+    assert client_address(_request("10.0.0.1"), proxies) == "10.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("line", "redacted"),
+    [
+        (
+            '"GET /v1/stores?access_token=plk_at_abc&limit=5 HTTP/1.1" 200',
+            '"GET /v1/stores?access_token=[REDACTED]&limit=5 HTTP/1.1" 200',
+        ),
+        (
+            "POST /v1/auth/revoke?token=plk_rt_abc",
+            "POST /v1/auth/revoke?token=[REDACTED]",
+        ),
+        (
+            "GET /v1/stores?ACCESS%5Ftoken=plk_at_abc",
+            "GET /v1/stores?ACCESS%5Ftoken=[REDACTED]",
+        ),
+        (
+            "GET /merchant/api/consents/plk_it_abc/choices",
+            "GET /merchant/api/consents/[REDACTED]/choices",
+        ),
+        ("GET /v1/stores?limit=5", "GET /v1/stores?limit=5"),
+    ],
+)
+def test_credentials_never_reach_a_log_line(line: str, redacted: str) -> None:
+    assert redact(line) == redacted
+
+
+def test_a_credential_parameter_is_known_however_it_is_spelled() -> None:
+    assert is_secret_param("client_secret")
+    assert is_secret_param("CODE")
+    assert is_secret_param("refresh%255Ftoken")  # encoded twice
+    assert not is_secret_param("limit")
