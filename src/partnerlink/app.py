@@ -21,7 +21,6 @@ from partnerlink.apidocs import install_api_docs
 from partnerlink.audiences import api as audiences_api
 from partnerlink.audiences import sms_replies
 from partnerlink.audiences import web as audiences_web
-from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
 from partnerlink.connect import platform_api
@@ -86,8 +85,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if os.environ.get(SERVER_PROCESS_ENV):
             tune_garbage_collector()
-        # Plain STOP numbers and unkeyed suppression hashes an older version left (§12).
-        key_legacy_digests_at_start(app.state.sessionmaker, settings.signing_key)
         worker = None
         if settings.run_worker:
             worker = BackgroundWorker(app.state.sessionmaker, settings)

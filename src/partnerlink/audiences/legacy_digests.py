@@ -1,9 +1,10 @@
 """Keys what an older version left unkeyed in the STOP and suppression lists (CONTRACT §12).
 
 Migration 0015 cannot key them: the key derives from the service key, which only
-the application's settings know. So every start (`serve`, `worker`, `db upgrade`,
-and each application start-up) runs this before anything reads the lists; it finds
-nothing to do once done, and two processes doing it at once insert the same rows.
+the application's settings know. So the step that brings the schema up to date
+(`serve`, `worker` and `db upgrade`, before any server process starts) runs this
+right after migrating, once, not every application start-up; it finds nothing to do
+once done, and two processes doing it at once insert the same rows.
 
 - A plain STOP number (it starts with `+`) becomes its keyed digest.
 - An erased person's unkeyed SHA-256 cannot be re-keyed: the identifier is gone.
