@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.installed-dev-stamp
 
-.PHONY: install install-dev run test lint bench clean
+.PHONY: install install-dev run test lint bench clean typescript-client
 
 install: $(STAMP)
 
@@ -24,9 +24,10 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install -q --no-compile -e .
 	@touch $(STAMP)
 
-$(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml
+$(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml clients/typescript/package-lock.json
 	@$(BIN)/python -m pip install -q -e '.[dev]'
 	@$(BIN)/python -m pip install -q -e clients/python
+	@$(BIN)/python clients/typescript/scripts/tools.py install
 	@touch $(DEV_STAMP)
 
 # `make run SERVE_ARGS="--port 8001"`: any of `partnerlink serve`'s options.
@@ -45,9 +46,14 @@ test: install-dev
 	exit $$status
 
 lint: install-dev
-	@$(BIN)/ruff check src tests bench clients/python
-	@$(BIN)/ruff format --check src tests bench clients/python
+	@$(BIN)/ruff check src tests bench clients/python clients/typescript
+	@$(BIN)/ruff format --check src tests bench clients/python clients/typescript
 	@$(BIN)/mypy
+
+# After an API change: regenerate the TypeScript client's openapi.json and types
+# (a test fails while they are stale).
+typescript-client: install-dev
+	@$(BIN)/python clients/typescript/scripts/tools.py generate
 
 bench: install-dev
 	@$(BIN)/python bench/customers_ingest.py

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
 from partnerlink.orders.batch import OrderBatchIn, apply_batch
-from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderIn
+from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderBatchOut, OrderIn
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,
@@ -100,6 +100,7 @@ async def post_order(
     responses={
         200: {
             "description": "One result per order, in the request's order.",
+            "model": OrderBatchOut,
             "content": {
                 "application/json": {
                     "example": {

@@ -256,6 +256,26 @@ class OrderAccepted(BaseModel):
     statusCode: int = 200
 
 
+class FieldError(BaseModel):
+    field: str
+    message: str
+
+
+class OrderBatchResult(BaseModel):
+    """One order's fate in a batch: 200, or 400 with the errors POST /v1/orders gives."""
+
+    orderId: str | None
+    status: int
+    errors: list[FieldError] | None = None
+
+
+class OrderBatchOut(BaseModel):
+    """Declared for the API reference (and the clients generated from it)."""
+
+    statusCode: int = 200
+    results: list[OrderBatchResult]
+
+
 # The answer to a stored order is always the same bytes: neither the route nor the fast
 # lane serializes it per request.
 ACCEPTED = b'{"statusCode":200}'

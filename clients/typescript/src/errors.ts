@@ -1,0 +1,37 @@
+import type { components } from "./schema.d.ts";
+
+/** CONTRACT.md §3's problem body, as every non-2xx answer of /v1 carries it. */
+export type Problem = components["schemas"]["Problem"];
+
+/** A refused call: the HTTP status, the problem's stable `code`, and the whole body. */
+export class PartnerLinkError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly problem: Partial<Problem>;
+  readonly retryAfterSeconds: number | null;
+
+  constructor(status: number, problem: Partial<Problem>, retryAfterSeconds: number | null) {
+    super(`${status} ${problem.code ?? "error"}: ${problem.detail ?? problem.title ?? ""}`.trim());
+    this.name = "PartnerLinkError";
+    this.status = status;
+    this.code = problem.code ?? "error";
+    this.problem = problem;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** No answer at all, after every retry. */
+export class ConnectionFailed extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ConnectionFailed";
+  }
+}
+
+/** A webhook that was not signed with the secret, or is too old. */
+export class InvalidSignature extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidSignature";
+  }
+}
