@@ -80,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     install_log_redaction()
     engine = make_engine(settings.database_url)
+    read_engine = make_engine(settings.database_read_url) if settings.database_read_url else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,6 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if worker is not None:
                 worker.stop()
             engine.dispose()
+            if read_engine is not None:
+                read_engine.dispose()
 
     # The API references (their tags in SPEC.md's order, whatever order the routers are
     # matched in) and Swagger UI's assets are set up by apidocs.install_api_docs.
@@ -108,6 +111,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # The replica's, when there is one (deps.ReadSessionDep); else reads share the request's
+    # own session, so that SQLite's single connection is never asked for twice.
+    app.state.read_engine = read_engine or engine
+    app.state.read_sessionmaker = make_sessionmaker(read_engine) if read_engine else None
     # Orders reach the database through one pipeline, whichever way they come in
     # (the route or the fast lane): orders/wiring.py.
     app.state.orders_pipeline = build_order_pipeline(engine, settings)

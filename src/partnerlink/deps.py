@@ -63,10 +63,33 @@ def get_session(
         yield session
 
 
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def get_read_session(request: Request, session: SessionDep) -> Iterator[Session]:
+    """A session for the heavy reads: on the read replica (`PARTNERLINK_DATABASE_READ_URL`)
+    when there is one, else the request's own session. Never committed: a hot standby
+    refuses writes, and nothing written through it would be seen by the primary anyway.
+
+    Ownership checks stay on the primary's session (a profile made a moment ago must not
+    answer 404 while the replica catches up); only the data read for the answer may lag.
+    """
+    replica = request.app.state.read_sessionmaker
+    if replica is None:
+        yield session
+        return
+    read_session: Session = replica()
+    try:
+        yield read_session
+    finally:
+        read_session.rollback()
+        read_session.close()
+
+
 def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]

@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     )
 
     database_url: str = f"sqlite:///./{DATA_DIR}/partnerlink.db"
+    # A PostgreSQL hot standby for the heavy reads (results, lift, audiences, exports, the
+    # ad-platform sync's segment reads); unset, they read the primary. Writes never go there.
+    database_read_url: str | None = None
     public_url: str = "http://127.0.0.1:8000"
     connect_url: str | None = None
     receipt_url: str | None = None

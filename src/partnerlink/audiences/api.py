@@ -20,7 +20,7 @@ from partnerlink.audiences.service import (
     export_lines,
     plan_export,
 )
-from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.deps import ReadSessionDep, SessionDep, SettingsDep
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import UnknownCampaign, campaign_of
 from partnerlink.merchant.deps import CurrentMerchant
@@ -47,12 +47,16 @@ class PersonIn(BaseModel):
 
 @router.get("/profiles/{profileId}/audiences")
 def get_audiences(
-    profileId: str, merchant: CurrentMerchant, session: SessionDep, settings: SettingsDep
+    profileId: str,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    reads: ReadSessionDep,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     return {
         "audiences": audiences(
-            session, profile_id=profile.id, digest_key=digest_key(settings.signing_key)
+            reads, profile_id=profile.id, digest_key=digest_key(settings.signing_key)
         )
     }
 
@@ -73,14 +77,16 @@ def export_audience(
     request: Request,
     merchant: CurrentMerchant,
     session: SessionDep,
+    reads: ReadSessionDep,
     settings: SettingsDep,
     format: str = "",
     campaignId: str | None = None,
 ) -> StreamingResponse:
-    """The segment as the ad platform's customer-list CSV, streamed."""
+    """The segment as the ad platform's customer-list CSV, streamed (from the read replica
+    when there is one: `export_lines` reads `app.state.read_engine`)."""
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     plan = plan_export(
-        session,
+        reads,
         profile_id=profile.id,
         segment=segment,
         file_format=format,
@@ -101,7 +107,7 @@ def download(
 ) -> StreamingResponse:
     """The export as a CSV attachment, streamed a chunk of customers at a time."""
     return StreamingResponse(
-        export_lines(request.app.state.engine, plan, exclude=exclude),
+        export_lines(request.app.state.read_engine, plan, exclude=exclude),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{plan.filename}"'},
     )

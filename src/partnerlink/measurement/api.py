@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.deps import ReadSessionDep, SessionDep, SettingsDep
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
 from partnerlink.measurement.schemas import CampaignIn, TouchesIn
@@ -69,6 +69,7 @@ def get_results(
     profileId: str,
     merchant: CurrentMerchant,
     session: SessionDep,
+    reads: ReadSessionDep,
     start: Annotated[date | None, Query(alias="from")] = None,
     end: Annotated[date | None, Query(alias="to")] = None,
     format: Literal["json", "csv"] = "json",
@@ -76,19 +77,23 @@ def get_results(
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     start, end = results_service.period(start, end)
     if format == "csv":
-        text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
+        text = results_service.results_csv(reads, profile_id=profile.id, start=start, end=end)
         return Response(
             text,
             media_type=CSV_MEDIA_TYPE,
             headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
         )
-    return results_service.results(session, profile_id=profile.id, start=start, end=end)
+    return results_service.results(reads, profile_id=profile.id, start=start, end=end)
 
 
 @router.get("/profiles/{profileId}/campaigns/{campaignId}/lift")
 def get_lift(
-    profileId: str, campaignId: str, merchant: CurrentMerchant, session: SessionDep
+    profileId: str,
+    campaignId: str,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    reads: ReadSessionDep,
 ) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     campaign = results_service.campaign_of(session, profile_id=profile.id, campaign_id=campaignId)
-    return results_service.lift(session, campaign)
+    return results_service.lift(reads, campaign)
