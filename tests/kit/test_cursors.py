@@ -37,6 +37,8 @@ def test_an_integer_key_round_trips() -> None:
         base64.urlsafe_b64encode(b'["7"]').decode(),  # a string where an id is a number
         base64.urlsafe_b64encode(b"[true]").decode(),
         base64.urlsafe_b64encode(b"[1.5]").decode(),
+        base64.urlsafe_b64encode(b"[9223372036854775808]").decode(),  # beyond 64 bits
+        base64.urlsafe_b64encode(b"[-9223372036854775809]").decode(),
         base64.urlsafe_b64encode(b"\xff\xfe").decode(),
         "\u2603",
     ],

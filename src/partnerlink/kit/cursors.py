@@ -22,6 +22,7 @@ CursorValue = int | str | datetime
 
 # A key of a few ids and timestamps fits well within this; longer text is not ours.
 MAX_CURSOR_LENGTH = 512
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def encode_cursor(key: Sequence[CursorValue]) -> str:
@@ -55,8 +56,15 @@ def _value_of(value: object, kind: type) -> CursorValue:
         if moment.tzinfo is None:
             raise ValueError("cursor: not a cursor of this list")
         return moment
-    # bool is an int to Python, never a key of ours.
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+    # bool is an int to Python, never a key of ours. An int key is 64-bit: neither database
+    # compares a bigger number with a key column (SQLite cannot bind it, PostgreSQL says
+    # bigint out of range: a 500), and no list made one.
+    if (
+        kind is int
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and _INT64_MIN <= value <= _INT64_MAX
+    ):
         return value
     if kind is str and isinstance(value, str):
         return value
