@@ -35,7 +35,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
-        "webhooks": "db partners problems security settings",
+        "webhooks": "db deps partners problems security settings",
         "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
         "tokens": "db deps partners problems security settings webhooks",
         "stores": "db deps phones problems security settings tokens",
@@ -59,7 +59,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
         "worker": "customers orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
+        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation webhooks worker",
         "cli": "__init__ audiences db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",

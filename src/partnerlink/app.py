@@ -53,6 +53,7 @@ from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
 from partnerlink.stores import api as stores_api
 from partnerlink.validation import problem_from_validation_error
+from partnerlink.webhooks import api as webhooks_api
 from partnerlink.worker import BackgroundWorker
 
 log = logging.getLogger("partnerlink")
@@ -164,6 +165,7 @@ def _include_routers(app: FastAPI) -> None:
         stores_api.router,
         customers_api.router,
         sandbox_api.router,
+        webhooks_api.router,
     ):
         app.include_router(router, prefix="/v1")
     for router in (

@@ -21,6 +21,7 @@ class Received:
     signature: str
     content_type: str
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # every header, names lower-case
 
     @property
     def event(self) -> dict[str, Any]:
@@ -66,6 +67,7 @@ def start_receiver(port: int = 0) -> Receiver:
                         self.headers.get("PartnerLink-Signature", ""),
                         self.headers.get("content-type", ""),
                         body,
+                        {name.lower(): value for name, value in self.headers.items()},
                     )
                 )
             self.send_response(status)
@@ -80,15 +82,18 @@ def start_receiver(port: int = 0) -> Receiver:
 
 
 def verified(received: Received, secret: str, tolerance: float = 300) -> bool:
-    """The partner's check, written from CONTRACT §9 alone: t=<unix>,v1=<hex HMAC-SHA256
-    of "<t>.<raw body>" keyed with the whole secret>."""
-    parts = dict(item.split("=", 1) for item in received.signature.split(","))
-    timestamp = parts["t"]
+    """The partner's check, written from CONTRACT §9 and §13 alone: t=<unix>,v1=<hex
+    HMAC-SHA256 of "<t>.<raw body>" keyed with the whole secret>, one `v1=` per secret
+    signing (two while a rotated secret still signs); any may match."""
+    parts = [item.split("=", 1) for item in received.signature.split(",")]
+    [timestamp] = [value for name, value in parts if name == "t"]
     expected = hmac.new(
         secret.encode(), f"{timestamp}.".encode() + received.body, hashlib.sha256
     ).hexdigest()
     fresh = abs(time.time() - int(timestamp)) <= tolerance
-    return fresh and hmac.compare_digest(expected, parts["v1"])
+    return fresh and any(
+        hmac.compare_digest(expected, value) for name, value in parts if name == "v1"
+    )
 
 
 @dataclass

@@ -22,7 +22,8 @@ from partnerlink.webhooks.delivery import DELIVERY_ERRORS, post_event
 from tests.webhooks.receiver import Receiver, start_receiver
 
 PUBLIC = "93.184.215.14"  # a global unicast address; whatever answers there, not our receiver
-SECRET = "whsec_test"
+SECRETS = ("whsec_test",)
+EVENT_ID = "evt_1"
 
 
 @pytest.fixture
@@ -57,7 +58,12 @@ def test_a_name_that_rebinds_to_loopback_after_the_check_is_not_reached(
     # Whatever the public address does (answers, refuses, times out), loopback is not reached.
     with contextlib.suppress(*DELIVERY_ERRORS):
         post_event(
-            f"http://rebind.test:{port}/hooks", b"{}", SECRET, allow_private=False, timeout=2
+            f"http://rebind.test:{port}/hooks",
+            b"{}",
+            SECRETS,
+            event_id=EVENT_ID,
+            allow_private=False,
+            timeout=2,
         )
     assert asked == ["rebind.test"]  # resolved once, by the check that connected
     assert receiver.received == []
@@ -79,14 +85,22 @@ def test_a_name_with_one_private_address_among_public_ones_is_refused_without_co
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     port = receiver.server.server_address[1]
     with pytest.raises(NonPublicAddress, match=r"127\.0\.0\.1"):
-        post_event(f"http://rebind.test:{port}/hooks", b"{}", SECRET, allow_private=False)
+        post_event(
+            f"http://rebind.test:{port}/hooks",
+            b"{}",
+            SECRETS,
+            event_id=EVENT_ID,
+            allow_private=False,
+        )
     assert receiver.received == []
     addresses, problem = public_addresses("rebind.test")
     assert addresses == [] and problem is not None and "loopback" in problem
 
 
 def test_allowed_private_addresses_are_reached_signed(receiver: Receiver) -> None:
-    status = post_event(receiver.url, b'{"id":"evt_1"}', SECRET, allow_private=True)
+    status = post_event(
+        receiver.url, b'{"id":"evt_1"}', SECRETS, event_id=EVENT_ID, allow_private=True
+    )
     assert status == 200
     [received] = receiver.received
     assert received.body == b'{"id":"evt_1"}' and received.signature.startswith("t=")
@@ -150,5 +164,7 @@ def test_a_name_resolving_to_a_nat64_private_address_is_not_connected_to(
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     monkeypatch.setattr(socket, "create_connection", connect)
     with pytest.raises(NonPublicAddress, match="64:ff9b::a00:1"):
-        post_event("https://rebind.test/hooks", b"{}", SECRET, allow_private=False)
+        post_event(
+            "https://rebind.test/hooks", b"{}", SECRETS, event_id=EVENT_ID, allow_private=False
+        )
     assert connected == []

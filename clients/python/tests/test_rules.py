@@ -5,12 +5,14 @@ here with hmac."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,8 +27,10 @@ from partnerlink_client import (
     PartnerLinkClient,
     RetryPolicy,
     ServerError,
+    verify_standard_webhook,
     verify_webhook,
 )
+from standardwebhooks.webhooks import Webhook
 
 FAST = RetryPolicy(attempts=4, base_seconds=0.001, cap_seconds=0.01)
 
@@ -212,3 +216,35 @@ def test_webhook_signatures_are_verified() -> None:
     ):
         with pytest.raises(InvalidSignature):
             verify_webhook(secret, bad_body, bad_header)
+
+
+def test_standard_webhook_signatures_are_verified() -> None:
+    """Headers as the `standardwebhooks` library signs them, one secret or two (a rotation)."""
+    secret = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+    old = "whsec_" + base64.b64encode(b"o" * 24).decode()
+    body = b'{"id":"evt_1","type":"store.settings.updated","createdAt":"2026-11-24T00:00:00Z","data":{}}'
+    moment = datetime.now(UTC)
+    stamp = str(int(moment.timestamp()))
+
+    def signed(*secrets: str, at: datetime = moment) -> dict[str, str]:
+        signatures = [Webhook(s).sign("evt_1", at, body.decode()) for s in secrets]
+        return {
+            "Webhook-Id": "evt_1",
+            "Webhook-Timestamp": str(int(at.timestamp())),
+            "Webhook-Signature": " ".join(signatures),
+        }
+
+    assert verify_standard_webhook(secret, body, signed(secret))["id"] == "evt_1"
+    assert verify_standard_webhook(secret, body, signed(secret, old))["id"] == "evt_1"
+    assert verify_standard_webhook(old, body, signed(secret, old))["id"] == "evt_1"
+    ten_minutes_ago = moment - timedelta(minutes=10)
+    for bad_secret, bad_body, bad_headers in (
+        (secret, body.replace(b"evt_1", b"evt_2"), signed(secret)),
+        (secret, body, signed(old)),
+        (secret, body, signed(secret, at=ten_minutes_ago)),
+        (secret, body, {**signed(secret), "Webhook-Id": "evt_2"}),
+        (secret, body, {"Webhook-Id": "evt_1", "Webhook-Timestamp": stamp}),
+        ("whsec_" + "k" * 43, body, signed(secret)),  # not padded base64: not Standard
+    ):
+        with pytest.raises(InvalidSignature):
+            verify_standard_webhook(bad_secret, bad_body, bad_headers)

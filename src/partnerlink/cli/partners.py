@@ -104,7 +104,7 @@ def update(
 
 @app.command("rotate-webhook-secret")
 def rotate_webhook(client_id: str, json_output: bool = JsonOption) -> None:
-    """Mint a new webhook signing secret; events from now on are signed with it."""
+    """Mint a new webhook signing secret; the old one keeps signing beside it for 24 hours."""
     settings = load_settings()
     with unit_of_work(settings) as session:
         partner = partner_by_client_id(session, client_id)
@@ -113,7 +113,10 @@ def rotate_webhook(client_id: str, json_output: bool = JsonOption) -> None:
         print_json({"clientId": client_id, "webhookSecret": secret})
     else:
         console.print(f"New webhook_secret for {client_id}: {secret}")
-        console.print("[yellow]Events are signed with it from now on; shown this once.[/yellow]")
+        console.print(
+            "[yellow]Events are signed with it from now on, and with the old one too for "
+            "24 hours; shown this once.[/yellow]"
+        )
 
 
 @app.command("list")

@@ -28,4 +28,8 @@ class Partner(Base):
     # from with the service's key (webhooks/signing.py): the secret itself is never stored.
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
     webhook_secret_nonce: Mapped[str | None] = mapped_column(String(64))
+    # The nonce of the secret a rotation replaced, which keeps signing beside the new one
+    # until `webhook_previous_secret_until` (24 h after the rotation; CONTRACT.md §13).
+    webhook_previous_secret_nonce: Mapped[str | None] = mapped_column(String(64))
+    webhook_previous_secret_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

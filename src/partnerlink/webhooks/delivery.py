@@ -31,6 +31,7 @@ import random
 import ssl
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,7 +46,7 @@ from partnerlink.partners.models import Partner
 from partnerlink.settings import Settings
 from partnerlink.webhooks.addresses import NonPublicAddress, PublicAddressesOnly
 from partnerlink.webhooks.models import WebhookEvent
-from partnerlink.webhooks.signing import signature_header, webhook_secret
+from partnerlink.webhooks.signing import signature_headers, signing_secrets
 
 log = logging.getLogger("partnerlink.webhooks")
 
@@ -77,7 +78,7 @@ class _Claimed:
     partner_id: str
     url: str | None  # the partner's webhook URL at the claim
     body: str
-    secret: str
+    secrets: tuple[str, ...]  # the partner's, and the one it replaced while it still signs
     attempts: int
     created_at: datetime
     lease_until: datetime
@@ -203,9 +204,13 @@ def _claim(sessions: sessionmaker[Session], settings: Settings, limit: int) -> l
         partners = {
             row.id: row
             for row in session.execute(
-                select(Partner.id, Partner.webhook_url, Partner.webhook_secret_nonce).where(
-                    Partner.id.in_({row.partner_id for row in rows})
-                )
+                select(
+                    Partner.id,
+                    Partner.webhook_url,
+                    Partner.webhook_secret_nonce,
+                    Partner.webhook_previous_secret_nonce,
+                    Partner.webhook_previous_secret_until,
+                ).where(Partner.id.in_({row.partner_id for row in rows}))
             ).all()
         }
     return [
@@ -215,8 +220,12 @@ def _claim(sessions: sessionmaker[Session], settings: Settings, limit: int) -> l
             partner_id=row.partner_id,
             url=partners[row.partner_id].webhook_url,
             body=row.body,
-            secret=webhook_secret(
-                settings.signing_key, partners[row.partner_id].webhook_secret_nonce or ""
+            secrets=signing_secrets(
+                settings.signing_key,
+                nonce=partners[row.partner_id].webhook_secret_nonce,
+                previous_nonce=partners[row.partner_id].webhook_previous_secret_nonce,
+                previous_until=partners[row.partner_id].webhook_previous_secret_until,
+                now=now,
             ),
             attempts=row.attempts,
             created_at=row.created_at,
@@ -244,7 +253,8 @@ def _deliver(sessions: sessionmaker[Session], settings: Settings, event: _Claime
         status_code = post_event(
             event.url,
             event.body.encode(),
-            event.secret,
+            event.secrets,
+            event_id=event.event_id,
             allow_private=settings.webhook_allow_private,
             timeout=seconds,
         )
@@ -270,7 +280,13 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def post_event(
-    url: str, body: bytes, secret: str, *, allow_private: bool, timeout: float = ATTEMPT_SECONDS
+    url: str,
+    body: bytes,
+    secrets: Sequence[str],
+    *,
+    event_id: str,
+    allow_private: bool,
+    timeout: float = ATTEMPT_SECONDS,
 ) -> int:
     """POST one signed event and answer the receiver's status, all within `timeout`
     seconds (the connection is shut at the deadline whatever the receiver does). httpcore
@@ -280,7 +296,7 @@ def post_event(
     headers = [
         (b"Content-Type", b"application/json"),
         (b"User-Agent", b"PartnerLink-Webhooks/1"),
-        (b"PartnerLink-Signature", signature_header(secret, body, int(time.time())).encode()),
+        *signature_headers(secrets, event_id, body, int(time.time())),
     ]
     timeouts = dict.fromkeys(("connect", "read", "write", "pool"), timeout)
     with (

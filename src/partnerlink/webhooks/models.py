@@ -22,6 +22,8 @@ class WebhookEvent(Base):
     __table_args__ = (
         Index("ix_webhook_events_due", "status", "next_attempt_at"),
         Index("ix_webhook_events_queue", "queue", "status", "seq"),
+        # One partner's deliveries, newest first (GET /v1/webhooks/deliveries).
+        Index("ix_webhook_events_partner", "partner_id", "seq"),
     )
 
     seq: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.db.base import utcnow
 from partnerlink.partners.models import Partner
 from partnerlink.problems import NotFound
 from partnerlink.settings import Settings
 from partnerlink.webhooks.addresses import checked_webhook_url
 from partnerlink.webhooks.schedule import pending_due_now
-from partnerlink.webhooks.signing import new_nonce, webhook_secret
+from partnerlink.webhooks.signing import ROTATION_OVERLAP, new_nonce, webhook_secret
 
 
 class UnknownClient(NotFound):
@@ -50,7 +51,13 @@ def set_webhook_url(
 
 
 def rotate_webhook_secret(session: Session, settings: Settings, *, partner: Partner) -> str:
-    """A new signing secret; events from now on are signed with it."""
+    """A new signing secret; events from now on are signed with it, and with the one it
+    replaces for ROTATION_OVERLAP (two signatures in each header), so that the partner's
+    receivers can change over without refusing an event. Rotating again within that time
+    ends the overlap of the secret before: only the one just replaced keeps signing."""
+    if partner.webhook_secret_nonce:
+        partner.webhook_previous_secret_nonce = partner.webhook_secret_nonce
+        partner.webhook_previous_secret_until = utcnow() + ROTATION_OVERLAP
     partner.webhook_secret_nonce = new_nonce()
     session.flush()
     return webhook_secret(settings.signing_key, partner.webhook_secret_nonce)

@@ -22,7 +22,7 @@ from partnerlink_client.errors import (
     ServerError,
 )
 from partnerlink_client.policy import RetryPolicy
-from partnerlink_client.webhooks import InvalidSignature, verify_webhook
+from partnerlink_client.webhooks import InvalidSignature, verify_standard_webhook, verify_webhook
 
 __all__ = [
     "AsyncPartnerLinkClient",
@@ -38,5 +38,6 @@ __all__ = [
     "RetryPolicy",
     "ServerError",
     "Tokens",
+    "verify_standard_webhook",
     "verify_webhook",
 ]

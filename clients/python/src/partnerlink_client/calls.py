@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 Auth = Literal["none", "client", "bearer"]
 
@@ -102,6 +102,26 @@ def token_status() -> Call:
 
 def connections() -> Call:
     return Call("GET", "/v1/connections", "client", read=lambda b: b["connections"])
+
+
+def webhook_deliveries(limit: int | None = None, cursor: str | None = None) -> Call:
+    """One page: `{"deliveries": [...], "nextCursor"}` (null on the last page)."""
+    page = {"limit": limit, "cursor": cursor}
+    return Call(
+        "GET",
+        "/v1/webhooks/deliveries",
+        "client",
+        params={name: value for name, value in page.items() if value is not None},
+    )
+
+
+def replay_webhook(event_id: str) -> Call:
+    return Call(
+        "POST",
+        f"/v1/webhooks/deliveries/{quote(event_id, safe='')}/replay",
+        "client",
+        read=lambda b: b["eventId"],
+    )
 
 
 def put_store(profile: dict[str, Any]) -> Call:

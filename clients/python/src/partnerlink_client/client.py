@@ -139,6 +139,12 @@ class _Endpoints:
     def connections(self) -> Any:
         return self._run(calls.connections())
 
+    def webhook_deliveries(self, limit: int | None = None, cursor: str | None = None) -> Any:
+        return self._run(calls.webhook_deliveries(limit, cursor))
+
+    def replay_webhook(self, event_id: str) -> Any:
+        return self._run(calls.replay_webhook(event_id))
+
     # Data
     def put_store(self, profile: dict[str, Any]) -> Any:
         return self._run(calls.put_store(profile))
