@@ -23,6 +23,9 @@ export type Store = Schemas["StoreOut"];
 export type UploadStatus = Schemas["UploadStatusOut"];
 export type TokenStatus = Schemas["TokenStatusOut"];
 export type Connection = Schemas["ConnectionOut"];
+export type Delivery = Schemas["DeliveryOut"];
+/** A list's page: at most `limit` items (1–1,000, default 100) after `cursor`. */
+export type Page = { limit?: number; cursor?: string };
 export type BatchResult =
   paths["/v1/orders/batch"]["post"]["responses"][200]["content"]["application/json"]["results"][number];
 export type CustomerRecord = {
@@ -146,12 +149,52 @@ export class PartnerLinkClient {
     );
   }
 
-  /** The partner's live connections. */
-  async connections(): Promise<Connection[]> {
-    const body = await this.send("client", (auth) =>
-      this.api.GET("/v1/connections", { params: { query: auth.client() } }),
+  /** One page of the partner's live connections; pass `nextCursor` back for the next. */
+  async connectionsPage(page: Page = {}): Promise<Schemas["ConnectionList"]> {
+    return this.send("client", (auth) =>
+      this.api.GET("/v1/connections", { params: { query: { ...auth.client(), ...page } } }),
     );
-    return body.connections;
+  }
+
+  /** Every live connection, page after page. */
+  async connections(): Promise<Connection[]> {
+    return this.all((page) => this.connectionsPage(page), (body) => body.connections);
+  }
+
+  /** One page of this partner's webhook deliveries (oldest first). */
+  async webhookDeliveriesPage(page: Page = {}): Promise<Schemas["DeliveryList"]> {
+    return this.send("client", (auth) =>
+      this.api.GET("/v1/webhooks/deliveries", { params: { query: { ...auth.client(), ...page } } }),
+    );
+  }
+
+  /** Every webhook delivery of this partner, page after page. */
+  async webhookDeliveries(): Promise<Delivery[]> {
+    return this.all((page) => this.webhookDeliveriesPage(page), (body) => body.deliveries);
+  }
+
+  /** Sends one of this partner's events again, now (another partner's: 404). */
+  async replayWebhook(eventId: string): Promise<string> {
+    const body = await this.send("client", (auth) =>
+      this.api.POST("/v1/webhooks/deliveries/{eventId}/replay", {
+        params: { path: { eventId }, query: auth.client() },
+      }),
+    );
+    return body.eventId;
+  }
+
+  private async all<P extends { nextCursor?: string | null }, T>(
+    fetchPage: (page: Page) => Promise<P>,
+    items: (body: P) => T[],
+  ): Promise<T[]> {
+    const found: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const body = await fetchPage({ limit: 1000, ...(cursor ? { cursor } : {}) });
+      found.push(...items(body));
+      cursor = body.nextCursor ?? undefined;
+    } while (cursor);
+    return found;
   }
 
   // ---- the pairing-code flow (a terminal: no client secret) ----

@@ -139,7 +139,7 @@ export interface paths {
         };
         /**
          * List your live connections
-         * @description Your connections that are not revoked, oldest first: one per connected store. `connectionId` is the id the merchant sees in the merchant API.
+         * @description Your connections that are not revoked, oldest first: one per connected store. `connectionId` is the id the merchant sees in the merchant API. Pages of `limit` (default 100, at most 1,000): pass `nextCursor` as `cursor` for the next page, until it is null. A connection opened meanwhile comes on a later page; none repeats.
          */
         get: operations["list_connections_v1_connections_get"];
         put?: never;
@@ -358,6 +358,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your webhook deliveries
+         * @description Every event sent (or being sent) to your webhook URL, oldest first, with its delivery status, attempts, your receiver's last HTTP status and, while pending, the next attempt. Pages of `limit` (default 100, at most 1,000): pass `nextCursor` as `cursor` for the next page, until it is null. An event written meanwhile comes on a later page; none repeats.
+         */
+        get: operations["list_deliveries_v1_webhooks_deliveries_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{eventId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one of your webhook events again
+         * @description Makes the event due now, whatever its status: the worker sends it to your webhook URL as it is now, signed anew, after any earlier pending event of the same connection. An event of another partner answers 404 like an unknown one.
+         */
+        post: operations["replay_v1_webhooks_deliveries__eventId__replay_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -378,6 +418,11 @@ export interface components {
         ConnectionList: {
             /** Connections */
             connections: components["schemas"]["ConnectionOut"][];
+            /**
+             * Nextcursor
+             * @description Pass as `cursor` for the next page; null on the last page.
+             */
+            nextCursor: string | null;
         };
         /** ConnectionOut */
         ConnectionOut: {
@@ -395,6 +440,55 @@ export interface components {
             method: "consent" | "pairing";
             /** Storeid */
             storeId: string;
+        };
+        /**
+         * DeliveryList
+         * @example {
+         *       "deliveries": [
+         *         {
+         *           "attempts": 2,
+         *           "eventId": "evt_3q2Xr9YV0kS1mZpA7bCdEf",
+         *           "lastResponseStatus": 503,
+         *           "nextAttemptAt": "2026-11-24T09:12:23.120Z",
+         *           "status": "pending",
+         *           "type": "store.settings.updated"
+         *         }
+         *       ]
+         *     }
+         */
+        DeliveryList: {
+            /** Deliveries */
+            deliveries: components["schemas"]["DeliveryOut"][];
+            /**
+             * Nextcursor
+             * @description Pass as `cursor` for the next page; null on the last page.
+             */
+            nextCursor: string | null;
+        };
+        /** DeliveryOut */
+        DeliveryOut: {
+            /** Attempts */
+            attempts: number;
+            /** Eventid */
+            eventId: string;
+            /**
+             * Lastresponsestatus
+             * @description Your receiver's HTTP status at the last attempt; null before any answer.
+             */
+            lastResponseStatus: number | null;
+            /**
+             * Nextattemptat
+             * @description When it is tried next; null unless pending.
+             */
+            nextAttemptAt: string | null;
+            /**
+             * Status
+             * @description `failed`: given up (72 hours of retries); a replay makes it pending again.
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            /** Type */
+            type: string;
         };
         /**
          * ExchangedTokens
@@ -726,6 +820,16 @@ export interface components {
              * @default true
              */
             success: boolean;
+        };
+        /**
+         * Replayed
+         * @example {
+         *       "eventId": "evt_3q2Xr9YV0kS1mZpA7bCdEf"
+         *     }
+         */
+        Replayed: {
+            /** Eventid */
+            eventId: string;
         };
         /**
          * Revoked
@@ -1447,6 +1551,10 @@ export interface operations {
                 client_id: string;
                 /** @description Your client secret. Send it from your backend only, never a device. */
                 client_secret: string;
+                /** @description Items per page: 1 to 1,000 (default 100). */
+                limit?: number;
+                /** @description The previous page's `nextCursor`; absent for the first page. */
+                cursor?: string | null;
             };
             header?: never;
             path?: never;
@@ -1475,7 +1583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionList"];
                 };
             };
-            /** @description Bad Request — code `missing_field` */
+            /** @description Bad Request — code `missing_field`, `invalid_field` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2133,6 +2241,125 @@ export interface operations {
             };
             /** @description Request Entity Too Large — code `payload_too_large` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error — code `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_deliveries_v1_webhooks_deliveries_get: {
+        parameters: {
+            query: {
+                /** @description Your client id, issued with your credentials. */
+                client_id: string;
+                /** @description Your client secret. Send it from your backend only, never a device. */
+                client_secret: string;
+                /** @description Items per page: 1 to 1,000 (default 100). */
+                limit?: number;
+                /** @description The previous page's `nextCursor`; absent for the first page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            /** @description Bad Request — code `missing_field`, `invalid_field` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden — code `invalid_credentials` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error — code `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replay_v1_webhooks_deliveries__eventId__replay_post: {
+        parameters: {
+            query: {
+                /** @description Your client id, issued with your credentials. */
+                client_id: string;
+                /** @description Your client secret. Send it from your backend only, never a device. */
+                client_secret: string;
+            };
+            header?: never;
+            path: {
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Replayed"];
+                };
+            };
+            /** @description Bad Request — code `missing_field` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden — code `invalid_credentials` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found — code `unknown_event` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

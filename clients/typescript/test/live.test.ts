@@ -139,8 +139,35 @@ test("webhooks: a sandbox event arrives and verifies; a tampered one does not", 
   const { body, headers } = await arrived;
   const event = verifyWebhook(s.sandbox.webhookSecret, body, headers as Record<string, string>);
   assert.equal(event.id, eventId);
+  assert.ok(headers["webhook-signature"], "Standard Webhooks headers travel with the event");
+  // The Standard Webhooks signature alone verifies it too.
+  const { "partnerlink-signature": _ours, ...standardOnly } = headers as Record<string, string>;
+  assert.equal(verifyWebhook(s.sandbox.webhookSecret, body, standardOnly).id, eventId);
   assert.equal(event.type, "store.settings.updated");
   const tampered = Buffer.from(body.toString().replace("store.settings", "store.settinGs"));
   assert.throws(() => verifyWebhook(s.sandbox.webhookSecret, tampered, headers as Record<string, string>), InvalidSignature);
   assert.throws(() => verifyWebhook("whsec_d3Jvbmcgc2VjcmV0IG9mIDI0IGJ5dGVzISE=", body, headers as Record<string, string>), InvalidSignature);
+
+  // The partner sees its delivery and replays it: it arrives again.
+  let delivered = (await sandbox.webhookDeliveries()).find((d) => d.eventId === eventId);
+  for (let i = 0; i < 100 && delivered?.status !== "delivered"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    delivered = (await sandbox.webhookDeliveries()).find((d) => d.eventId === eventId);
+  }
+  assert.equal(delivered?.status, "delivered");
+  const again = new Promise<string>((resolve) => {
+    const receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        response.writeHead(204).end();
+        receiver.close();
+        resolve(verifyWebhook(s.sandbox.webhookSecret, Buffer.concat(chunks), request.headers as Record<string, string>).id);
+      });
+    });
+    receiver.listen(s.sandbox.webhookPort, "127.0.0.1");
+  });
+  assert.equal(await sandbox.replayWebhook(eventId), eventId);
+  assert.equal(await again, eventId);
+  await assert.rejects(sandbox.replayWebhook("evt_unknown"), (error: PartnerLinkError) => error.status === 404);
 });
