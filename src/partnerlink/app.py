@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from partnerlink import __version__, ops
 from partnerlink.apidocs import install_api_docs
-from partnerlink.audiences import api as audiences_api
+from partnerlink.audiences import merchant_api as audiences_merchant_api
 from partnerlink.audiences import sms_replies
 from partnerlink.audiences import web as audiences_web
 from partnerlink.connect import api as connect_api
@@ -165,7 +165,7 @@ def _include_routers(app: FastAPI) -> None:
         pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
-        audiences_api.router,
+        audiences_merchant_api.router,
         measurement_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.

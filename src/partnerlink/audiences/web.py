@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences.api import digest_key, download
+from partnerlink.audiences.merchant_api import digest_key, download
 from partnerlink.audiences.choices import erase, opt_in, opt_out
 from partnerlink.audiences.service import DESCRIPTIONS, audiences, plan_export
 from partnerlink.console.deps import (
