@@ -30,7 +30,7 @@ from partnerlink.console.app import console_mount, create_console_app
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.measurement import api as measurement_api
+from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
 from partnerlink.merchant import api as merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
@@ -166,7 +166,7 @@ def _include_routers(app: FastAPI) -> None:
         customers_merchant_api.router,
         orders_merchant_api.router,
         audiences_merchant_api.router,
-        measurement_api.router,
+        measurement_merchant_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.console.deps import ConsoleRoute, ConsoleUser, console_page
 from partnerlink.measurement import results as results_service
-from partnerlink.measurement.api import CSV_MEDIA_TYPE
+from partnerlink.measurement.merchant_api import CSV_MEDIA_TYPE
 from partnerlink.measurement.chart import weekly_chart
 from partnerlink.measurement.service import list_campaigns
 from partnerlink.merchant.ownership import owned_profile
