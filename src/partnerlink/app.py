@@ -32,7 +32,7 @@ from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
-from partnerlink.merchant import api as merchant_api
+from partnerlink.merchant import merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
