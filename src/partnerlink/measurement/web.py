@@ -14,12 +14,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from partnerlink.console.deps import ConsoleRoute, ConsoleUser, console_page
 from partnerlink.measurement import results as results_service
-from partnerlink.measurement.merchant_api import CSV_MEDIA_TYPE
 from partnerlink.measurement.chart import weekly_chart
+from partnerlink.measurement.merchant_api import CSV_MEDIA_TYPE
 from partnerlink.measurement.service import list_campaigns
 from partnerlink.merchant.ownership import owned_profile
+from partnerlink.merchant.pages import ConsoleRoute, ConsoleUser, console_page
 from partnerlink.web.routing import PageSessionDep
 
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)

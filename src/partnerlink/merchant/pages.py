@@ -1,4 +1,9 @@
-"""What every console page shares: the signed-in merchant, CSRF, redirects and error pages.
+"""What every page of the merchant console shares, whichever domain draws it: the signed-in
+merchant, CSRF, redirects, error pages and the page layout (`console_page`).
+
+The console package (its own pages and the console application) and the pages of
+measurement and audiences all import it from here, below them, so no domain imports
+the console.
 
 The console signs in with a cookie (HttpOnly, SameSite=Lax; `__Host-` and
 Secure over HTTPS, see web/security.py). A cookie rides along on requests other
