@@ -11,9 +11,10 @@ from partnerlink.merchant.connections import list_store_connections
 from partnerlink.merchant.models import Profile
 from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.merchant.profiles import profiles_view
+from partnerlink.orders.schemas import recent_order_json
 from partnerlink.orders.service import recent_orders
 from partnerlink.partners.service import list_partners
-from partnerlink.stores.service import merchant_store_view
+from partnerlink.stores.schemas import merchant_store_view
 
 RECENT_ORDERS_SHOWN = 20
 
@@ -54,7 +55,10 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
         "connections": connections,
         "live_connections": live,
         "partners": partners,
-        "orders": recent_orders(session, store_id=store.id, limit=RECENT_ORDERS_SHOWN),
+        "orders": [
+            recent_order_json(row)
+            for row in recent_orders(session, store_id=store.id, limit=RECENT_ORDERS_SHOWN)
+        ],
         "conversion_labels": CONVERSION_LABELS,
         "method_labels": METHOD_LABELS,
     }
