@@ -1,10 +1,13 @@
-"""Request and response shapes of the customers endpoints (for validation and /docs)."""
+"""Request and response shapes of the customers endpoints (for validation and /docs), and
+the merchant API's customer."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from partnerlink.customers.models import Customer
 
 
 class UploadUrlOut(BaseModel):
@@ -52,3 +55,16 @@ class UploadStatusOut(BaseModel):
     rejected: int
     errors: list[RecordError] = Field(description="The first 20 rejected records.")
     reason: str | None = Field(None, description="Why the file failed (only when `failed`).")
+
+
+def customer_json(customer: Customer) -> dict[str, Any]:
+    """The merchant API's shape of a customer (CONTRACT.md §4)."""
+    return {
+        "id": str(customer.id),
+        "email": customer.email,
+        "phoneNumber": customer.phone_number,
+        "firstName": customer.first_name,
+        "lastName": customer.last_name,
+        "city": customer.city,
+        "countryCode": customer.country_code,
+    }
