@@ -13,20 +13,20 @@ from fastapi import APIRouter, Query, Response
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
-from partnerlink.measurement.schemas import CampaignIn, TouchesIn
-from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.ownership import owned_profile
+from partnerlink.measurement.schemas import (
+    CampaignIn,
+    TouchesIn,
+    campaign_json,
+    results_csv_reply,
+    touch_batch_json,
+)
+from partnerlink.merchant.deps import OwnedProfile
 
 router = APIRouter(tags=["Measurement"])
 
-CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
-
 
 @router.post("/profiles/{profileId}/campaigns")
-def post_campaign(
-    profileId: str, body: CampaignIn, merchant: CurrentMerchant, session: SessionDep
-) -> dict[str, Any]:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+def post_campaign(profile: OwnedProfile, body: CampaignIn, session: SessionDep) -> dict[str, Any]:
     campaign = service.create_campaign(
         session,
         profile_id=profile.id,
@@ -36,59 +36,48 @@ def post_campaign(
         ends_at=body.endsAt,
         holdout_percent=body.holdoutPercent,
     )
-    return {"campaign": service.campaign_json(campaign)}
+    return {"campaign": campaign_json(campaign)}
 
 
 @router.get("/profiles/{profileId}/campaigns")
-def get_campaigns(profileId: str, merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+def get_campaigns(profile: OwnedProfile, session: SessionDep) -> dict[str, Any]:
     campaigns = service.list_campaigns(session, profile_id=profile.id)
-    return {"campaigns": [service.campaign_json(c) for c in campaigns]}
+    return {"campaigns": [campaign_json(c) for c in campaigns]}
 
 
 @router.post("/profiles/{profileId}/touches")
 def post_touches(
-    profileId: str,
+    profile: OwnedProfile,
     body: TouchesIn,
-    merchant: CurrentMerchant,
     session: SessionDep,
     settings: SettingsDep,
 ) -> dict[str, Any]:
     """At most 10,000 touches; a bad touch is rejected alone, with its index."""
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    return service.import_touch_batch(
+    batch = service.import_touch_batch(
         session,
         profile_id=profile.id,
         records=body.touches,
         window_days=settings.attribution_window_days,
     )
+    return touch_batch_json(batch)
 
 
 @router.get("/profiles/{profileId}/results", response_model=None)
 def get_results(
-    profileId: str,
-    merchant: CurrentMerchant,
+    profile: OwnedProfile,
     session: SessionDep,
     start: Annotated[date | None, Query(alias="from")] = None,
     end: Annotated[date | None, Query(alias="to")] = None,
     format: Literal["json", "csv"] = "json",
 ) -> dict[str, Any] | Response:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     start, end = results_service.period(start, end)
     if format == "csv":
         text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
-        return Response(
-            text,
-            media_type=CSV_MEDIA_TYPE,
-            headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
-        )
+        return results_csv_reply(text, start, end)
     return results_service.results(session, profile_id=profile.id, start=start, end=end)
 
 
 @router.get("/profiles/{profileId}/campaigns/{campaignId}/lift")
-def get_lift(
-    profileId: str, campaignId: str, merchant: CurrentMerchant, session: SessionDep
-) -> dict[str, Any]:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+def get_lift(profile: OwnedProfile, campaignId: str, session: SessionDep) -> dict[str, Any]:
     campaign = results_service.campaign_of(session, profile_id=profile.id, campaign_id=campaignId)
     return results_service.lift(session, campaign)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement.chart import weekly_chart
-from partnerlink.measurement.merchant_api import CSV_MEDIA_TYPE
+from partnerlink.measurement.schemas import results_csv_reply
 from partnerlink.measurement.service import list_campaigns
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.pages import ConsoleRoute, ConsoleUser, console_page
@@ -67,8 +67,4 @@ def results_csv(
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
     start, end = results_service.period(start, end)
     text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
-    return Response(
-        text,
-        media_type=CSV_MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
-    )
+    return results_csv_reply(text, start, end)
