@@ -7,11 +7,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.merchant.models import Profile
-from partnerlink.merchant.ownership import looks_like_id, owned_store
+from partnerlink.merchant.ownership import owned_connection, owned_store
 from partnerlink.partners.models import Partner
-from partnerlink.problems import NotFound
-from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
 
@@ -42,14 +39,5 @@ def list_store_connections(
 
 def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:
     """Revokes one of the merchant's connections; its tokens stop working at once."""
-    if not looks_like_id(connection_id):
-        raise NotFound("No such connection.")
-    connection = session.execute(
-        select(Connection)
-        .join(Store, Store.id == Connection.store_id)
-        .join(Profile, Profile.id == Store.profile_id)
-        .where(Connection.id == connection_id, Profile.merchant_id == merchant_id)
-    ).scalar_one_or_none()
-    if connection is None:
-        raise NotFound("No such connection.")
+    connection = owned_connection(session, merchant_id=merchant_id, connection_id=connection_id)
     revoke_connection(session, connection, reason="merchant")
