@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import erase, opt_in, opt_out
-from partnerlink.audiences.merchant_api import digest_key, download
-from partnerlink.audiences.service import DESCRIPTIONS, audiences, plan_export
+from partnerlink.audiences.schemas import download
+from partnerlink.audiences.service import DESCRIPTIONS, audiences, digest_key, plan_export
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.pages import (
     ConsoleForm,

@@ -18,7 +18,7 @@ from partnerlink.merchant.schemas import ManualStoreIn, ProfileIn, SessionIn, St
 from partnerlink.merchant.sessions import end_session, sign_in
 from partnerlink.problems import RateLimited, Unauthorized, problem_responses
 from partnerlink.security.client_address import client_address
-from partnerlink.stores.service import merchant_store_view
+from partnerlink.stores.schemas import merchant_store_view
 
 router = APIRouter(tags=["Merchant"])
 
