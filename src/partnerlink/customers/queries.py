@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, func, or_, select, update
+from sqlalchemy.engine import Connection as DriverConnection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
@@ -132,15 +133,19 @@ def _sqlite_in(connection: Any, column: str, profile_id: str, keys: list[str]) -
     return found
 
 
+def _bulk_writer(session: Session, now: datetime) -> tuple[DriverConnection, str, object]:
+    """The session's connection, its driver's placeholder and `now` as the driver stores it."""
+    connection = session.connection()
+    return connection, _placeholder(connection.dialect), Sql.of_session(session).time(now)
+
+
 def insert_customers(
     session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
 ) -> None:
     """Batched INSERT of new customers; raises ConcurrentInsert if any already exists."""
     if not values:
         return
-    connection = session.connection()
-    mark = _placeholder(connection.dialect)
-    stamp = Sql.of_session(session).time(now)
+    connection, mark, stamp = _bulk_writer(session, now)
     sql = _insert_customers(_in_list(mark, len(_INSERT_COLUMNS)))
     result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
     if result.rowcount != len(values):
@@ -153,9 +158,7 @@ def update_customers(
     """Batched UPDATE by id of every merged column."""
     if not rows:
         return
-    connection = session.connection()
-    mark = _placeholder(connection.dialect)
-    stamp = Sql.of_session(session).time(now)
+    connection, mark, stamp = _bulk_writer(session, now)
     columns = ", ".join(f"{name} = {mark}" for name in MERGED_COLUMNS)
     sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
     connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])
