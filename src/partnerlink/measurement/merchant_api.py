@@ -5,14 +5,14 @@ Every route is the signed-in merchant's own profile only; another's answers 404.
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
+from partnerlink.measurement.deps import ResultsPeriod
 from partnerlink.measurement.schemas import (
     CampaignIn,
     TouchesIn,
@@ -66,11 +66,10 @@ def post_touches(
 def get_results(
     profile: OwnedProfile,
     session: SessionDep,
-    start: Annotated[date | None, Query(alias="from")] = None,
-    end: Annotated[date | None, Query(alias="to")] = None,
+    dates: ResultsPeriod,
     format: Literal["json", "csv"] = "json",
 ) -> dict[str, Any] | Response:
-    start, end = results_service.period(start, end)
+    start, end = dates
     if format == "csv":
         text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
         return results_csv_reply(text, start, end)

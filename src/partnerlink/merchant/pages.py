@@ -20,7 +20,8 @@ from fastapi import Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from partnerlink.deps import SettingsDep
-from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.models import Merchant, Profile
+from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.settings import Settings
 from partnerlink.web.pages import error_page, render
@@ -119,6 +120,14 @@ def signed_in_merchant(
 
 
 ConsoleUser = Annotated[SignedIn, Depends(signed_in_merchant)]
+
+
+def signed_in_profile(session: PageSessionDep, user: ConsoleUser, profile_id: str) -> Profile:
+    """The signed-in merchant's profile named in the page's path; another's is 404."""
+    return owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+
+
+ConsoleProfile = Annotated[Profile, Depends(signed_in_profile)]
 
 
 def checked_form(
