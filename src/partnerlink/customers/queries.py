@@ -214,6 +214,31 @@ def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | Non
     ).first()
 
 
+def nonce_used(session: Session, *, nonce: str) -> bool:
+    """Whether an upload already consumed this upload URL's nonce."""
+    return session.scalar(select(Upload.id).where(Upload.nonce == nonce)) is not None
+
+
+def connection_live(session: Session, *, connection_id: str, store_id: str) -> bool:
+    """Whether the store's connection that got an upload URL is still live."""
+    live = select(Connection.id).where(
+        Connection.id == connection_id,
+        Connection.store_id == store_id,
+        Connection.revoked_at.is_(None),
+    )
+    return session.scalar(live) is not None
+
+
+def upload_and_partner(session: Session, *, upload_id: str) -> tuple[Upload, str | None] | None:
+    """An upload with the partner whose connection got its URL."""
+    found = session.execute(
+        select(Upload, Connection.partner_id)
+        .outerjoin(Connection, Connection.id == Upload.connection_id)
+        .where(Upload.id == upload_id)
+    ).first()
+    return None if found is None else (found[0], found[1])
+
+
 def connection_revoked(session: Session, *, connection_id: str | None) -> bool:
     """Whether the connection that asked for an upload's URL is revoked by now."""
     if connection_id is None:  # none recorded (before migration 0013 and a store without any)
@@ -297,6 +322,10 @@ def release_lease(session: Session, *, upload_id: str, attempt: int) -> None:
         .values(lease_until=utcnow())
         .execution_options(synchronize_session=False)
     )
+
+
+def store_profile_id(session: Session, *, store_id: str) -> str | None:
+    return session.scalar(select(Store.profile_id).where(Store.id == store_id))
 
 
 def store_country(session: Session, *, store_id: str) -> str | None:

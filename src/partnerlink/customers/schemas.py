@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from partnerlink.customers.models import Customer
+from partnerlink.customers.models import Customer, Upload
+from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 
 
 class UploadUrlOut(BaseModel):
@@ -68,3 +69,20 @@ def customer_json(customer: Customer) -> dict[str, Any]:
         "city": customer.city,
         "countryCode": customer.country_code,
     }
+
+
+def upload_status_json(upload: Upload) -> dict[str, Any]:
+    """The status body of CONTRACT.md §6."""
+    body: dict[str, Any] = {
+        "uploadId": upload.id,
+        "status": upload.status,
+        "records": upload.records,
+        "created": upload.created,
+        "updated": upload.updated,
+        "unchanged": upload.unchanged,
+        "rejected": upload.rejected,
+        "errors": list(upload.errors or [])[:MAX_REPORTED_ERRORS],
+    }
+    if upload.status == "failed":
+        body["reason"] = upload.failure_reason
+    return body
