@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
-from partnerlink.orders.batch import OrderBatchIn, apply_batch
-from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderIn, order_json
+from partnerlink.orders.batch import apply_batch
+from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderBatchIn, OrderIn, order_json
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,

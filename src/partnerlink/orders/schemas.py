@@ -322,3 +322,14 @@ def recent_order_json(row: Any) -> dict[str, Any]:
         "conversion": row.conversion,
         "createdAt": row.ordered_at.isoformat(),
     }
+
+
+MAX_BATCH = 1000
+
+
+class OrderBatchIn(BaseModel):
+    orders: list[Any] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description="1 to 1,000 orders, each exactly the body of `POST /v1/orders`.",
+    )
