@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -13,9 +13,16 @@ from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
 
 
+@dataclass(frozen=True)
+class StoreConnection:
+    connection: Connection
+    pos_type: str
+    partner_name: str
+
+
 def list_store_connections(
     session: Session, *, merchant_id: str, store_id: str
-) -> list[dict[str, Any]]:
+) -> list[StoreConnection]:
     """Lists the store's connections, live and revoked, newest first."""
     owned_store(session, merchant_id=merchant_id, store_id=store_id)
     rows = session.execute(
@@ -24,17 +31,7 @@ def list_store_connections(
         .where(Connection.store_id == store_id)
         .order_by(Connection.created_at.desc(), Connection.id.desc())
     )
-    return [
-        {
-            "id": connection.id,
-            "posType": pos_type,
-            "method": connection.method,
-            "createdAt": connection.created_at.isoformat(),
-            "revokedAt": connection.revoked_at.isoformat() if connection.revoked_at else None,
-            "partnerName": partner_name,
-        }
-        for connection, pos_type, partner_name in rows
-    ]
+    return [StoreConnection(connection, pos_type, name) for connection, pos_type, name in rows]
 
 
 def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from partnerlink.merchant.connections import StoreConnection
 from partnerlink.merchant.models import Profile
 from partnerlink.merchant.sessions import StartedSession
 
@@ -52,9 +53,18 @@ def new_profile_json(profile: Profile) -> dict[str, Any]:
     return {"id": profile.id, "name": profile.name, "stores": []}
 
 
-# Exactly CONTRACT.md §4's members; the console also shows the partner's name.
-CONNECTION_FIELDS = ("id", "posType", "method", "createdAt", "revokedAt")
+def connection_json(found: StoreConnection) -> dict[str, Any]:
+    """A store's connection, exactly CONTRACT.md §4's members."""
+    connection = found.connection
+    return {
+        "id": connection.id,
+        "posType": found.pos_type,
+        "method": connection.method,
+        "createdAt": connection.created_at.isoformat(),
+        "revokedAt": connection.revoked_at.isoformat() if connection.revoked_at else None,
+    }
 
 
-def connection_json(connection: dict[str, Any]) -> dict[str, Any]:
-    return {k: connection[k] for k in CONNECTION_FIELDS}
+def console_connection_json(found: StoreConnection) -> dict[str, Any]:
+    """The console also shows the partner's name."""
+    return {**connection_json(found), "partnerName": found.partner_name}
