@@ -39,7 +39,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
         "tokens": "db deps partners problems security settings webhooks",
         "stores": "db deps phones problems security settings tokens",
-        "merchant": "db deps partners problems security settings stores tokens webhooks",
+        "merchant": "db deps partners problems security settings stores tokens web webhooks",
         "pairing": "db deps merchant partners problems security settings stores tokens",
         "connect": "db deps merchant partners problems security settings stores tokens web",
         "customers": "db deps merchant phones problems security settings stores tokens webhooks",
@@ -53,8 +53,8 @@ ALLOWED: dict[str, frozenset[str]] = {
             "customers deps merchant orders pairing partners problems security settings stores web"
         ),
         "apidocs": "__init__ merchant problems",
-        "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
-        "measurement": "console customers db deps merchant orders problems stores web",
+        "audiences": "customers db deps measurement merchant orders problems receipts security stores web",
+        "measurement": "customers db deps merchant orders problems stores web",
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from partnerlink import __version__, ops
 from partnerlink.apidocs import install_api_docs
-from partnerlink.audiences import api as audiences_api
+from partnerlink.audiences import merchant_api as audiences_merchant_api
 from partnerlink.audiences import sms_replies
 from partnerlink.audiences import web as audiences_web
 from partnerlink.connect import api as connect_api
@@ -30,9 +30,9 @@ from partnerlink.console.app import console_mount, create_console_app
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.measurement import api as measurement_api
+from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
-from partnerlink.merchant import api as merchant_api
+from partnerlink.merchant import merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
@@ -174,8 +174,8 @@ def _include_routers(app: FastAPI) -> None:
         pairing_merchant_api.router,
         customers_merchant_api.router,
         orders_merchant_api.router,
-        audiences_api.router,
-        measurement_api.router,
+        audiences_merchant_api.router,
+        measurement_merchant_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")

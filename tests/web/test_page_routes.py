@@ -8,8 +8,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from starlette.routing import Mount
 
-from partnerlink.console.deps import ConsoleError, ConsoleRoute
 from partnerlink.merchant.models import Profile
+from partnerlink.merchant.pages import ConsoleError, ConsoleRoute
 from partnerlink.problems import Conflict
 from partnerlink.web.routing import PageSessionDep
 from tests.factories import DEFAULT_PASSWORD, create_merchant_account

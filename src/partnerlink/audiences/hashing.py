@@ -73,32 +73,31 @@ def meta_country(country: str | None) -> str | None:
     return value or None
 
 
+def _hashed_person(row: CustomerRow, phone: Callable[[str | None], str | None]) -> list[str]:
+    """The four columns both files share: email, phone (in the file's own form), names."""
+    email, phone_number, first_name, last_name = row[:4]
+    return [
+        _hashed(normalized_email(email)),
+        _hashed(phone(phone_number)),
+        _hashed_common(normalized_name(first_name)),
+        _hashed(normalized_name(last_name)),
+    ]
+
+
 def meta_line(row: CustomerRow) -> str:
-    email, phone, first_name, last_name, city, country = row
+    city, country = row[4], row[5]
     return ",".join(
-        (
-            _hashed(normalized_email(email)),
-            _hashed(meta_phone(phone)),
-            _hashed_common(normalized_name(first_name)),
-            _hashed(normalized_name(last_name)),
+        [
+            *_hashed_person(row, meta_phone),
             _hashed_common(meta_city(city)),
             _hashed_common(meta_country(country)),
-        )
+        ]
     )
 
 
 def google_line(row: CustomerRow) -> str:
-    email, phone, first_name, last_name, _city, country = row
-    return ",".join(
-        (
-            _hashed(normalized_email(email)),
-            _hashed(google_phone(phone)),
-            _hashed_common(normalized_name(first_name)),
-            _hashed(normalized_name(last_name)),
-            (country or "").strip().upper(),
-            "",
-        )
-    )
+    country = row[5]
+    return ",".join([*_hashed_person(row, google_phone), (country or "").strip().upper(), ""])
 
 
 FORMATS: dict[str, tuple[str, Callable[[CustomerRow], str]]] = {

@@ -20,6 +20,7 @@ from partnerlink.audiences import queries
 from partnerlink.audiences.hashing import FORMATS
 from partnerlink.db.base import utcnow
 from partnerlink.problems import NotFound, ValidationFailed
+from partnerlink.security.identifier_digests import identifier_key
 
 EXPORT_CHUNK = 10_000
 
@@ -129,3 +130,8 @@ def export_lines(
         if until is None:
             return
         after = until
+
+
+def digest_key(signing_key: bytes) -> bytes:
+    """The key of the suppression list's digests (derived from the service key)."""
+    return identifier_key(signing_key)

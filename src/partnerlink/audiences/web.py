@@ -15,17 +15,17 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences.api import digest_key, download
 from partnerlink.audiences.choices import erase, opt_in, opt_out
-from partnerlink.audiences.service import DESCRIPTIONS, audiences, plan_export
-from partnerlink.console.deps import (
+from partnerlink.audiences.schemas import download
+from partnerlink.audiences.service import DESCRIPTIONS, audiences, digest_key, plan_export
+from partnerlink.merchant.ownership import owned_profile
+from partnerlink.merchant.pages import (
     ConsoleForm,
     ConsoleRoute,
     ConsoleUser,
     SignedIn,
     console_page,
 )
-from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import ValidationFailed
 from partnerlink.web.routing import PageSessionDep
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -224,3 +224,26 @@ def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def print_blocks(
+    rows: Sequence[dict[str, Any]],
+    lines: Callable[[dict[str, Any]], list[str]],
+    *,
+    json_output: bool,
+    none: str,
+) -> None:
+    """A listing: JSON, or one block of `lines(row)` a row, blocks apart by a blank line,
+    printed plainly (a link must stay whole, whatever the terminal's width: a table
+    would cut or wrap it); `none` when there is nothing to list."""
+    if json_output:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo(none)
+        return
+    for number, row in enumerate(rows):
+        if number:
+            typer.echo("")
+        for line in lines(row):
+            typer.echo(line)

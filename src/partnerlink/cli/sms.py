@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from partnerlink.cli.common import JsonOption, print_json, unit_of_work
+from partnerlink.cli.common import JsonOption, print_blocks, unit_of_work
 from partnerlink.receipts.queries import list_messages
 
 app = typer.Typer(no_args_is_help=True)
@@ -18,20 +20,15 @@ def list_(
     """List e-receipt messages (the `outbox` provider records them instead of sending)."""
     with unit_of_work() as session:
         messages = list_messages(session, limit=limit)
-    if json_output:
-        print_json(messages)
-        return
-    if not messages:
-        typer.echo("No e-receipt messages yet.")
-        return
-    # One block per message, printed plainly: the link must stay whole to be opened or
-    # copied, whatever the terminal's width (a table would cut or wrap it).
-    for number, message in enumerate(messages):
-        if number:
-            typer.echo("")
-        typer.echo(
-            f"{message['createdAt']}  to {message['to']}  order {message['orderId']}  "
-            f"{message['status']}"
-        )
-        typer.echo(f"  link  {message['link']}")
-        typer.echo(f"  body  {message['body']}")
+    print_blocks(
+        messages, _message_lines, json_output=json_output, none="No e-receipt messages yet."
+    )
+
+
+def _message_lines(message: dict[str, Any]) -> list[str]:
+    return [
+        f"{message['createdAt']}  to {message['to']}  order {message['orderId']}  "
+        f"{message['status']}",
+        f"  link  {message['link']}",
+        f"  body  {message['body']}",
+    ]

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from partnerlink.cli.common import JsonOption, print_json, unit_of_work
+from partnerlink.cli.common import JsonOption, print_blocks, print_json, unit_of_work
 from partnerlink.webhooks.log import delivery_log
 from partnerlink.webhooks.schedule import retry_event
 
@@ -23,24 +25,18 @@ def list_(
     """List webhook events and how their delivery went."""
     with unit_of_work() as session:
         rows = delivery_log(session, failed_only=failed, limit=limit)
-    if json_output:
-        print_json(rows)
-        return
-    if not rows:
-        typer.echo("No webhook events." if not failed else "No failed webhook deliveries.")
-        return
-    for number, row in enumerate(rows):
-        if number:
-            typer.echo("")
-        typer.echo(
-            f"{row['createdAt']}  {row['type']}  {row['eventId']}  to {row['clientId']}  "
-            f"{row['status']}  attempts {row['attempts']}"
-        )
-        last = row["lastStatusCode"] or row["lastError"] or "-"
-        when = row["deliveredAt"] or row["nextAttemptAt"]
-        typer.echo(
-            f"  {row['url']}  last answer {last}  {'at' if row['deliveredAt'] else 'next'} {when}"
-        )
+    none = "No webhook events." if not failed else "No failed webhook deliveries."
+    print_blocks(rows, _event_lines, json_output=json_output, none=none)
+
+
+def _event_lines(row: dict[str, Any]) -> list[str]:
+    last = row["lastStatusCode"] or row["lastError"] or "-"
+    when = row["deliveredAt"] or row["nextAttemptAt"]
+    return [
+        f"{row['createdAt']}  {row['type']}  {row['eventId']}  to {row['clientId']}  "
+        f"{row['status']}  attempts {row['attempts']}",
+        f"  {row['url']}  last answer {last}  {'at' if row['deliveredAt'] else 'next'} {when}",
+    ]
 
 
 @app.command("retry")

@@ -2,7 +2,7 @@
 
 Like a back office mounted beside an API, it has its own routes (its pages and
 the measurement and audiences pages, which live with their domains), its own
-signed-in dependency (console/deps.py) and its own error handlers, which answer
+signed-in dependency (merchant/pages.py) and its own error handlers, which answer
 HTML pages rather than the APIs' problem+json. It shares the main app's state
 (settings, engine, sessions) and sits inside the main app's middleware (security
 headers and framing rules, metrics, body limits).
@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount, get_route_path
 from starlette.types import Scope
 
-from partnerlink.console.deps import HOME_PATH, ConsoleError, refusal_page
+from partnerlink.merchant.pages import HOME_PATH, ConsoleError, refusal_page
 
 log = logging.getLogger("partnerlink.console")
 

@@ -11,9 +11,11 @@ from partnerlink.merchant.connections import list_store_connections
 from partnerlink.merchant.models import Profile
 from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.merchant.profiles import profiles_view
+from partnerlink.merchant.schemas import console_connection_json
+from partnerlink.orders.schemas import recent_order_json
 from partnerlink.orders.service import recent_orders
 from partnerlink.partners.service import list_partners
-from partnerlink.stores.service import merchant_store_view
+from partnerlink.stores.schemas import merchant_store_view
 
 RECENT_ORDERS_SHOWN = 20
 
@@ -42,7 +44,10 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
     """A store with its profile, connections, recent orders and the partners to pair with."""
     store = owned_store(session, merchant_id=merchant_id, store_id=store_id)
     profile = session.get(Profile, store.profile_id)
-    connections = list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
+    connections = [
+        console_connection_json(c)
+        for c in list_store_connections(session, merchant_id=merchant_id, store_id=store.id)
+    ]
     # Sandbox partners pair only their own test stores (CONTRACT §12), never a merchant's.
     partners = [p for p in list_partners(session) if p.active and not p.sandbox]
     live = [c for c in connections if not c.get("revokedAt")]
@@ -54,7 +59,10 @@ def store_context(session: Session, *, merchant_id: str, store_id: str) -> dict[
         "connections": connections,
         "live_connections": live,
         "partners": partners,
-        "orders": recent_orders(session, store_id=store.id, limit=RECENT_ORDERS_SHOWN),
+        "orders": [
+            recent_order_json(row)
+            for row in recent_orders(session, store_id=store.id, limit=RECENT_ORDERS_SHOWN)
+        ],
         "conversion_labels": CONVERSION_LABELS,
         "method_labels": METHOD_LABELS,
     }

@@ -2,7 +2,7 @@
 
 Server-rendered pages on the same services as the merchant JSON API; no
 JavaScript. Every change is a form post guarded by a session-bound CSRF token
-(console/deps.py) and answered with a redirect, so reloading never repeats it;
+(merchant/pages.py) and answered with a redirect, so reloading never repeats it;
 the pairing code is the exception: it is shown once, on the answer to its post.
 """
 
@@ -15,7 +15,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from partnerlink.console.context import profile_context, store_context
-from partnerlink.console.deps import (
+from partnerlink.deps import SettingsDep
+from partnerlink.merchant.connections import revoke_merchant_connection
+from partnerlink.merchant.manual_stores import create_manual_store
+from partnerlink.merchant.manual_stores import set_green_invoices as set_flag
+from partnerlink.merchant.ownership import owned_store
+from partnerlink.merchant.pages import (
     HOME_PATH,
     NOTICES,
     ConsoleForm,
@@ -24,11 +29,6 @@ from partnerlink.console.deps import (
     check_origin,
     console_page,
 )
-from partnerlink.deps import SettingsDep
-from partnerlink.merchant.connections import revoke_merchant_connection
-from partnerlink.merchant.manual_stores import create_manual_store
-from partnerlink.merchant.manual_stores import set_green_invoices as set_flag
-from partnerlink.merchant.ownership import owned_store
 from partnerlink.merchant.profiles import create_profile as create_merchant_profile
 from partnerlink.merchant.profiles import profiles_view
 from partnerlink.merchant.sessions import end_session, merchant_for_session_token

@@ -15,6 +15,7 @@ from partnerlink.customers.schemas import (
     UploadReceivedOut,
     UploadStatusOut,
     UploadUrlOut,
+    upload_status_json,
 )
 from partnerlink.customers.storage import UploadTooLarge, upload_storage
 from partnerlink.customers.uploads import (
@@ -160,6 +161,7 @@ def get_upload_status(
     `records` counts records read so far; when `done`, it equals created +
     updated + unchanged + rejected. `errors` lists the first 20 rejected records.
     """
-    return upload_status(
+    upload = upload_status(
         session, store_id=current.store_id, partner_id=current.partner_id, upload_id=uploadId
     )
+    return upload_status_json(upload)

@@ -7,10 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from partnerlink.customers.queries import count_customers, list_customers
-from partnerlink.customers.service import customer_json
+from partnerlink.customers.schemas import customer_json
 from partnerlink.deps import SessionDep
-from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.ownership import owned_profile
+from partnerlink.merchant.deps import OwnedProfile
 
 router = APIRouter(tags=["Merchant"])
 
@@ -21,13 +20,11 @@ MAX_LIMIT = 1000
 
 @router.get("/profiles/{profileId}/customers")
 def get_profile_customers(
-    profileId: str,
-    merchant: CurrentMerchant,
+    profile: OwnedProfile,
     session: SessionDep,
     limit: Annotated[int, Query(ge=0)] = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
     """The profile's customers, newest first, and how many it has; another merchant's is 404."""
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     customers = list_customers(session, profile_id=profile.id, limit=min(limit, MAX_LIMIT))
     return {
         "total": count_customers(session, profile_id=profile.id),

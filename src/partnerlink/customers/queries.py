@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, func, or_, select, update
+from sqlalchemy.engine import Connection as DriverConnection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
@@ -132,15 +133,19 @@ def _sqlite_in(connection: Any, column: str, profile_id: str, keys: list[str]) -
     return found
 
 
+def _bulk_writer(session: Session, now: datetime) -> tuple[DriverConnection, str, object]:
+    """The session's connection, its driver's placeholder and `now` as the driver stores it."""
+    connection = session.connection()
+    return connection, _placeholder(connection.dialect), Sql.of_session(session).time(now)
+
+
 def insert_customers(
     session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
 ) -> None:
     """Batched INSERT of new customers; raises ConcurrentInsert if any already exists."""
     if not values:
         return
-    connection = session.connection()
-    mark = _placeholder(connection.dialect)
-    stamp = Sql.of_session(session).time(now)
+    connection, mark, stamp = _bulk_writer(session, now)
     sql = _insert_customers(_in_list(mark, len(_INSERT_COLUMNS)))
     result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
     if result.rowcount != len(values):
@@ -153,9 +158,7 @@ def update_customers(
     """Batched UPDATE by id of every merged column."""
     if not rows:
         return
-    connection = session.connection()
-    mark = _placeholder(connection.dialect)
-    stamp = Sql.of_session(session).time(now)
+    connection, mark, stamp = _bulk_writer(session, now)
     columns = ", ".join(f"{name} = {mark}" for name in MERGED_COLUMNS)
     sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
     connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])
@@ -209,6 +212,31 @@ def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | Non
         )
         .execution_options(synchronize_session=False)
     ).first()
+
+
+def nonce_used(session: Session, *, nonce: str) -> bool:
+    """Whether an upload already consumed this upload URL's nonce."""
+    return session.scalar(select(Upload.id).where(Upload.nonce == nonce)) is not None
+
+
+def connection_live(session: Session, *, connection_id: str, store_id: str) -> bool:
+    """Whether the store's connection that got an upload URL is still live."""
+    live = select(Connection.id).where(
+        Connection.id == connection_id,
+        Connection.store_id == store_id,
+        Connection.revoked_at.is_(None),
+    )
+    return session.scalar(live) is not None
+
+
+def upload_and_partner(session: Session, *, upload_id: str) -> tuple[Upload, str | None] | None:
+    """An upload with the partner whose connection got its URL."""
+    found = session.execute(
+        select(Upload, Connection.partner_id)
+        .outerjoin(Connection, Connection.id == Upload.connection_id)
+        .where(Upload.id == upload_id)
+    ).first()
+    return None if found is None else (found[0], found[1])
 
 
 def connection_revoked(session: Session, *, connection_id: str | None) -> bool:
@@ -294,6 +322,10 @@ def release_lease(session: Session, *, upload_id: str, attempt: int) -> None:
         .values(lease_until=utcnow())
         .execution_options(synchronize_session=False)
     )
+
+
+def store_profile_id(session: Session, *, store_id: str) -> str | None:
+    return session.scalar(select(Store.profile_id).where(Store.id == store_id))
 
 
 def store_country(session: Session, *, store_id: str) -> str | None:

@@ -1,10 +1,14 @@
-"""Request and response shapes of the customers endpoints (for validation and /docs)."""
+"""Request and response shapes of the customers endpoints (for validation and /docs), and
+the merchant API's customer."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from partnerlink.customers.models import Customer, Upload
+from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 
 
 class UploadUrlOut(BaseModel):
@@ -52,3 +56,33 @@ class UploadStatusOut(BaseModel):
     rejected: int
     errors: list[RecordError] = Field(description="The first 20 rejected records.")
     reason: str | None = Field(None, description="Why the file failed (only when `failed`).")
+
+
+def customer_json(customer: Customer) -> dict[str, Any]:
+    """The merchant API's shape of a customer (CONTRACT.md §4)."""
+    return {
+        "id": str(customer.id),
+        "email": customer.email,
+        "phoneNumber": customer.phone_number,
+        "firstName": customer.first_name,
+        "lastName": customer.last_name,
+        "city": customer.city,
+        "countryCode": customer.country_code,
+    }
+
+
+def upload_status_json(upload: Upload) -> dict[str, Any]:
+    """The status body of CONTRACT.md §6."""
+    body: dict[str, Any] = {
+        "uploadId": upload.id,
+        "status": upload.status,
+        "records": upload.records,
+        "created": upload.created,
+        "updated": upload.updated,
+        "unchanged": upload.unchanged,
+        "rejected": upload.rejected,
+        "errors": list(upload.errors or [])[:MAX_REPORTED_ERRORS],
+    }
+    if upload.status == "failed":
+        body["reason"] = upload.failure_reason
+    return body

@@ -324,16 +324,3 @@ def _insert_new(sql: Sql, *, profile_id: str, fields: CustomerFields) -> Custome
 
 def _values(fields: CustomerFields) -> dict[str, str | None]:
     return {column: getattr(fields, column) for column in MERGED_COLUMNS}
-
-
-def customer_json(customer: Customer) -> dict[str, Any]:
-    """The merchant API's shape of a customer (CONTRACT.md §4)."""
-    return {
-        "id": str(customer.id),
-        "email": customer.email,
-        "phoneNumber": customer.phone_number,
-        "firstName": customer.first_name,
-        "lastName": customer.last_name,
-        "city": customer.city,
-        "countryCode": customer.country_code,
-    }

@@ -14,19 +14,16 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from partnerlink.customers import queries
 from partnerlink.customers.models import Upload
 from partnerlink.kit.text import storable_text
 from partnerlink.problems import BadRequest, Forbidden, NotFound
 from partnerlink.security.secrets import sign, verify_signature
 from partnerlink.settings import Settings
-from partnerlink.stores.models import Store
-from partnerlink.tokens.models import Connection
 
 UPLOAD_URL_PATH = "/v1/uploads/"
 _SIGNING_CONTEXT = "customer-upload:"
@@ -99,7 +96,7 @@ class UploadConnectionRevoked(InvalidUploadUrl):
 def ensure_upload_url_usable(session: Session, *, grant: UploadGrant) -> None:
     """Refuses a used URL, or one whose connection is revoked, before its body is read
     (the unique nonce decides races; `record_upload` checks the connection again)."""
-    if session.scalar(select(Upload.id).where(Upload.nonce == grant.nonce)) is not None:
+    if queries.nonce_used(session, nonce=grant.nonce):
         raise UploadUrlUsed()
     _ensure_connection_live(session, grant)
 
@@ -107,14 +104,9 @@ def ensure_upload_url_usable(session: Session, *, grant: UploadGrant) -> None:
 def _ensure_connection_live(session: Session, grant: UploadGrant) -> None:
     """An upload URL dies with its connection (CONTRACT.md §12): a revoked partner may no
     longer write to the store's customers, even through a URL it fetched before."""
-    live = session.scalar(
-        select(Connection.id).where(
-            Connection.id == grant.connection_id,
-            Connection.store_id == grant.store_id,
-            Connection.revoked_at.is_(None),
-        )
-    )
-    if live is None:
+    if not queries.connection_live(
+        session, connection_id=grant.connection_id, store_id=grant.store_id
+    ):
         raise UploadConnectionRevoked()
 
 
@@ -129,7 +121,7 @@ def record_upload(
 
     The connection is checked again: it may have been revoked while the body arrived.
     """
-    profile_id = session.scalar(select(Store.profile_id).where(Store.id == grant.store_id))
+    profile_id = queries.store_profile_id(session, store_id=grant.store_id)
     if profile_id is None:
         raise InvalidUploadUrl("The store of this upload URL no longer exists.")
     _ensure_connection_live(session, grant)
@@ -152,35 +144,13 @@ def record_upload(
     return upload
 
 
-def upload_status(
-    session: Session, *, store_id: str, partner_id: str, upload_id: str
-) -> dict[str, Any]:
-    """The status body of CONTRACT.md §6; another store's upload answers 404, and so does
+def upload_status(session: Session, *, store_id: str, partner_id: str, upload_id: str) -> Upload:
+    """The upload of CONTRACT.md §6's status; another store's upload answers 404, and so does
     another partner's on a shared store: only the partner whose connection got the URL."""
     # An id no upload can have is not sent to the database (PostgreSQL refuses NUL: a 500).
     known_shape = len(upload_id) <= 64 and storable_text(upload_id)
-    found = (
-        session.execute(
-            select(Upload, Connection.partner_id)
-            .outerjoin(Connection, Connection.id == Upload.connection_id)
-            .where(Upload.id == upload_id)
-        ).first()
-        if known_shape
-        else None
-    )
+    found = queries.upload_and_partner(session, upload_id=upload_id) if known_shape else None
     if found is None or found[0].store_id != store_id or found[1] != partner_id:
         raise NotFound("No such upload.")
-    upload = found[0]
-    body: dict[str, Any] = {
-        "uploadId": upload.id,
-        "status": upload.status,
-        "records": upload.records,
-        "created": upload.created,
-        "updated": upload.updated,
-        "unchanged": upload.unchanged,
-        "rejected": upload.rejected,
-        "errors": list(upload.errors or [])[:MAX_REPORTED_ERRORS],
-    }
-    if upload.status == "failed":
-        body["reason"] = upload.failure_reason
-    return body
+    upload: Upload = found[0]
+    return upload

@@ -1,9 +1,11 @@
-"""Request bodies of the measurement routes (CONTRACT.md §7)."""
+"""Request bodies and answers of the measurement routes (CONTRACT.md §7)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import date
+from typing import Annotated, Any
 
+from fastapi import Response
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -14,8 +16,13 @@ from pydantic import (
     model_validator,
 )
 
+from partnerlink.measurement.models import Campaign
+from partnerlink.measurement.service import TouchBatch
 from partnerlink.measurement.touches import CAMPAIGN_ID_RULE, is_campaign_id
 from partnerlink.orders.schemas import Timestamp
+
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+SHOWN_ERRORS = 20  # rejected touches named in an answer
 
 
 class CampaignIn(BaseModel):
@@ -51,3 +58,33 @@ class TouchesIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     touches: list[object]
+
+
+def campaign_json(campaign: Campaign) -> dict[str, Any]:
+    return {
+        "campaignId": campaign.campaign_id,
+        "name": campaign.name,
+        "startsAt": campaign.starts_at.isoformat(),
+        "endsAt": campaign.ends_at.isoformat() if campaign.ends_at else None,
+        "holdoutPercent": campaign.holdout_percent,
+        "createdAt": campaign.created_at.isoformat(),
+    }
+
+
+def touch_batch_json(batch: TouchBatch) -> dict[str, Any]:
+    """The answer of POST .../touches: counts, and the first rejected touches."""
+    return {
+        "imported": batch.imported,
+        "rejected": len(batch.errors),
+        "reclassified": batch.reclassified,
+        "errors": batch.errors[:SHOWN_ERRORS],
+    }
+
+
+def results_csv_reply(text: str, start: date, end: date) -> Response:
+    """The Results CSV as a download, named by its period (the API's and the page's)."""
+    return Response(
+        text,
+        media_type=CSV_MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
+    )

@@ -31,7 +31,6 @@ from partnerlink.orders.touches import record_touches
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
-SHOWN_ERRORS = 20  # per answer
 LINES_PER_BATCH = 2000  # `touches import`: committed batch by batch
 
 
@@ -43,17 +42,6 @@ class CampaignExists(Conflict):
 class TooManyTouches(BadRequest):
     code = "too_many_touches"
     detail = f"At most {MAX_TOUCHES} touches per request."
-
-
-def campaign_json(campaign: Campaign) -> dict[str, Any]:
-    return {
-        "campaignId": campaign.campaign_id,
-        "name": campaign.name,
-        "startsAt": campaign.starts_at.isoformat(),
-        "endsAt": campaign.ends_at.isoformat() if campaign.ends_at else None,
-        "holdoutPercent": campaign.holdout_percent,
-        "createdAt": campaign.created_at.isoformat(),
-    }
 
 
 def list_campaigns(session: Session, *, profile_id: str) -> list[Campaign]:
@@ -176,9 +164,18 @@ def _matched_customers(session: Session, profile_id: str, touches: Iterable[Touc
     ]
 
 
+@dataclass(frozen=True)
+class TouchBatch:
+    """What POST .../touches did: `errors` holds each rejected touch's index and reason."""
+
+    imported: int
+    reclassified: int
+    errors: list[dict[str, Any]]
+
+
 def import_touch_batch(
     session: Session, *, profile_id: str, records: Sequence[object], window_days: int
-) -> dict[str, Any]:
+) -> TouchBatch:
     """POST .../touches: each bad touch is rejected alone, with its index."""
     if len(records) > MAX_TOUCHES:
         raise TooManyTouches(errors=[{"field": "touches", "message": f"at most {MAX_TOUCHES}"}])
@@ -192,12 +189,7 @@ def import_touch_batch(
     stored = store_touches(
         session, profile_id=profile_id, touches=accepted, window_days=window_days
     )
-    return {
-        "imported": stored.imported,
-        "rejected": len(errors),
-        "reclassified": stored.reclassified,
-        "errors": errors[:SHOWN_ERRORS],
-    }
+    return TouchBatch(imported=stored.imported, reclassified=stored.reclassified, errors=errors)
 
 
 KEPT_REJECTIONS = 1000  # line numbers kept for the report; the count is always exact

@@ -7,19 +7,18 @@ console's sign-in guard applies, and there is no form to guard with CSRF.
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from partnerlink.console.deps import ConsoleRoute, ConsoleUser, console_page
 from partnerlink.measurement import results as results_service
-from partnerlink.measurement.api import CSV_MEDIA_TYPE
 from partnerlink.measurement.chart import weekly_chart
+from partnerlink.measurement.deps import ResultsPeriod
+from partnerlink.measurement.schemas import results_csv_reply
 from partnerlink.measurement.service import list_campaigns
-from partnerlink.merchant.ownership import owned_profile
+from partnerlink.merchant.pages import ConsoleProfile, ConsoleRoute, ConsoleUser, console_page
 from partnerlink.web.routing import PageSessionDep
 
 router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
@@ -30,12 +29,10 @@ def results_page(
     request: Request,
     session: PageSessionDep,
     user: ConsoleUser,
-    profile_id: str,
-    start: Annotated[date | None, Query(alias="from")] = None,
-    end: Annotated[date | None, Query(alias="to")] = None,
+    profile: ConsoleProfile,
+    dates: ResultsPeriod,
 ) -> HTMLResponse:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    start, end = results_service.period(start, end)
+    start, end = dates
     found = results_service.results(session, profile_id=profile.id, start=start, end=end)
     context = {
         "profile": profile,
@@ -57,18 +54,7 @@ def _lifts(session: Session, profile_id: str) -> dict[str, dict[str, Any]]:
 
 
 @router.get("/profiles/{profile_id}/results.csv")
-def results_csv(
-    session: PageSessionDep,
-    user: ConsoleUser,
-    profile_id: str,
-    start: Annotated[date | None, Query(alias="from")] = None,
-    end: Annotated[date | None, Query(alias="to")] = None,
-) -> Response:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    start, end = results_service.period(start, end)
+def results_csv(session: PageSessionDep, profile: ConsoleProfile, dates: ResultsPeriod) -> Response:
+    start, end = dates
     text = results_service.results_csv(session, profile_id=profile.id, start=start, end=end)
-    return Response(
-        text,
-        media_type=CSV_MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
-    )
+    return results_csv_reply(text, start, end)

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.merchant.models import Profile
-from partnerlink.merchant.ownership import looks_like_id, owned_store
+from partnerlink.merchant.ownership import owned_connection, owned_store
 from partnerlink.partners.models import Partner
-from partnerlink.problems import NotFound
-from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
 
 
+@dataclass(frozen=True)
+class StoreConnection:
+    connection: Connection
+    pos_type: str
+    partner_name: str
+
+
 def list_store_connections(
     session: Session, *, merchant_id: str, store_id: str
-) -> list[dict[str, Any]]:
+) -> list[StoreConnection]:
     """Lists the store's connections, live and revoked, newest first."""
     owned_store(session, merchant_id=merchant_id, store_id=store_id)
     rows = session.execute(
@@ -27,29 +31,10 @@ def list_store_connections(
         .where(Connection.store_id == store_id)
         .order_by(Connection.created_at.desc(), Connection.id.desc())
     )
-    return [
-        {
-            "id": connection.id,
-            "posType": pos_type,
-            "method": connection.method,
-            "createdAt": connection.created_at.isoformat(),
-            "revokedAt": connection.revoked_at.isoformat() if connection.revoked_at else None,
-            "partnerName": partner_name,
-        }
-        for connection, pos_type, partner_name in rows
-    ]
+    return [StoreConnection(connection, pos_type, name) for connection, pos_type, name in rows]
 
 
 def revoke_merchant_connection(session: Session, *, merchant_id: str, connection_id: str) -> None:
     """Revokes one of the merchant's connections; its tokens stop working at once."""
-    if not looks_like_id(connection_id):
-        raise NotFound("No such connection.")
-    connection = session.execute(
-        select(Connection)
-        .join(Store, Store.id == Connection.store_id)
-        .join(Profile, Profile.id == Store.profile_id)
-        .where(Connection.id == connection_id, Profile.merchant_id == merchant_id)
-    ).scalar_one_or_none()
-    if connection is None:
-        raise NotFound("No such connection.")
+    connection = owned_connection(session, merchant_id=merchant_id, connection_id=connection_id)
     revoke_connection(session, connection, reason="merchant")

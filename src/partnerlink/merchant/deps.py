@@ -1,4 +1,4 @@
-"""Who is calling the merchant API: a bearer session token, or the console's cookie."""
+"""Who is calling the merchant API (a bearer session token), and the profile it names."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from partnerlink.deps import SessionDep, bearer_credentials
-from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.models import Merchant, Profile
+from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.problems import DomainError
 
@@ -36,3 +37,11 @@ def current_merchant(request: Request, session: SessionDep) -> Merchant:
 
 
 CurrentMerchant = Annotated[Merchant, Depends(current_merchant)]
+
+
+def merchants_profile(profileId: str, merchant: CurrentMerchant, session: SessionDep) -> Profile:
+    """The signed-in merchant's profile named in the path; another merchant's answers 404."""
+    return owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+
+
+OwnedProfile = Annotated[Profile, Depends(merchants_profile)]

@@ -11,7 +11,7 @@ from partnerlink.kit.text import storable_text
 from partnerlink.merchant.models import Profile
 from partnerlink.problems import ValidationFailed
 from partnerlink.stores.models import Store
-from partnerlink.stores.service import merchant_store_view
+from partnerlink.stores.schemas import merchant_store_view
 
 
 def _clean_name(value: str, field: str, limit: int) -> str:

@@ -8,8 +8,15 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from partnerlink.deps import SessionDep
-from partnerlink.orders.batch import OrderBatchIn, apply_batch
-from partnerlink.orders.schemas import ACCEPTED, OrderAccepted, OrderBatchOut, OrderIn
+from partnerlink.orders.batch import apply_batch
+from partnerlink.orders.schemas import (
+    ACCEPTED,
+    OrderAccepted,
+    OrderBatchIn,
+    OrderBatchOut,
+    OrderIn,
+    order_json,
+)
 from partnerlink.orders.service import (
     OrderPost,
     ReceiptsDisabled,
@@ -183,6 +190,7 @@ def get_order(
     403 `receipts_disabled` when e-receipts are off; 404 when the order is
     unknown, not `CLOSED`, or has no customer phone number.
     """
-    return read_order(
+    order, store = read_order(
         session, store_id=current.store_id, partner_id=current.partner_id, order_id=order_id
     )
+    return order_json(order, store)

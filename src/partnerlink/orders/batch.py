@@ -12,23 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost
 from partnerlink.orders.wiring import OrderPipeline
 from partnerlink.problems import DomainError, InvalidToken, Unavailable
 from partnerlink.validation import validation_errors
-
-MAX_BATCH = 1000
-
-
-class OrderBatchIn(BaseModel):
-    orders: list[Any] = Field(
-        min_length=1,
-        max_length=MAX_BATCH,
-        description="1 to 1,000 orders, each exactly the body of `POST /v1/orders`.",
-    )
 
 
 def _order_id(element: object) -> str | None:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from partnerlink.deps import SessionDep
 from partnerlink.merchant.deps import CurrentMerchant
 from partnerlink.merchant.ownership import owned_store
+from partnerlink.orders.schemas import recent_order_json
 from partnerlink.orders.service import recent_orders
 
 router = APIRouter(tags=["Merchant orders"])
@@ -25,4 +26,5 @@ def list_store_orders(
 ) -> dict[str, Any]:
     """The store's orders, newest first; another merchant's store answers 404."""
     owned_store(session, merchant_id=merchant.id, store_id=store_id)
-    return {"orders": recent_orders(session, store_id=store_id, limit=limit)}
+    rows = recent_orders(session, store_id=store_id, limit=limit)
+    return {"orders": [recent_order_json(row) for row in rows]}

@@ -4,6 +4,9 @@ Types are strict: a JSON number where SPEC.md asks for a string (`orderPrice`:
 2400) answers 400, it is not coerced, so that a partner finds the mistake in
 testing rather than losing a leading zero or a minor-unit digit in production.
 Unknown keys of `orderDetails`, of items and of payments are kept as given.
+
+The answers that show an order (GET /v1/orders, the merchant's listing) are built
+here too, in the field names of the request.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import UTC, datetime
-from typing import Annotated
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +29,8 @@ from pydantic_core import PydanticCustomError
 
 from partnerlink.kit.currencies import currency_codes
 from partnerlink.kit.text import unstorable_characters
+from partnerlink.orders.models import Order
+from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
 
 _MONEY = re.compile(r"-?[0-9]{1,18}")
@@ -279,3 +284,72 @@ class OrderBatchOut(BaseModel):
 # The answer to a stored order is always the same bytes: neither the route nor the fast
 # lane serializes it per request.
 ACCEPTED = b'{"statusCode":200}'
+
+
+def order_json(order: Order, store: Store) -> dict[str, Any]:
+    """An order in the field names of POST /v1/orders."""
+    details = order.details or {}
+    return {
+        "orderId": order.order_id,
+        "orderPrice": str(order.order_price),
+        "orderCurrency": order.order_currency,
+        "createdAt": local_time(order).isoformat(),
+        "updatedAt": order.partner_updated_at.isoformat() if order.partner_updated_at else None,
+        "orderStatus": order.order_status,
+        "orderType": order.order_type,
+        "orderItems": details.get("orderItems") or [],
+        "orderPayments": details.get("orderPayments") or [],
+        "orderDetails": details,
+        "store": store_snapshot(order, store),
+        "customerFirstName": order.customer_first_name,
+        "customerLastName": order.customer_last_name,
+        "customerEmail": order.customer_email,
+        "customerPhoneNumber": order.customer_phone_number,
+    }
+
+
+def local_time(order: Order) -> datetime:
+    """The order's createdAt with the offset it was sent with."""
+    offset = timedelta(minutes=order.ordered_at_offset_minutes or 0)
+    try:
+        return order.ordered_at.astimezone(timezone(offset))
+    except (OverflowError, ValueError):
+        return order.ordered_at
+
+
+def store_snapshot(order: Order, store: Store) -> dict[str, Any]:
+    """The store as sent with the order, else the store's current profile, in request names."""
+    current = {
+        "storeName": store.name,
+        "storeAddress": store.address,
+        "storeCountryCode": store.country_code,
+        "storeCity": store.city,
+        "storeState": store.state,
+        "storePostalCode": store.postal_code,
+        "storePhoneNumber": store.phone_number,
+        "storeCurrency": store.currency,
+    }
+    return {**current, **(order.store_snapshot or {})}
+
+
+def recent_order_json(row: Any) -> dict[str, Any]:
+    """An order of the merchant's listing (CONTRACT.md §4), with its conversion class."""
+    return {
+        "orderId": row.order_id,
+        "orderPrice": str(row.order_price),
+        "orderCurrency": row.order_currency,
+        "orderStatus": row.order_status,
+        "conversion": row.conversion,
+        "createdAt": row.ordered_at.isoformat(),
+    }
+
+
+MAX_BATCH = 1000
+
+
+class OrderBatchIn(BaseModel):
+    orders: list[Any] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description="1 to 1,000 orders, each exactly the body of `POST /v1/orders`.",
+    )

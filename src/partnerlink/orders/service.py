@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -34,6 +34,11 @@ from partnerlink.orders.receipt_outbox import (
     receipt_phone,
 )
 from partnerlink.orders.schemas import OrderIn
+
+# receipts/view.py still reads these two here; they are replies' parts, so they live in
+# schemas.py (the receipts package is to import them from there).
+from partnerlink.orders.schemas import local_time as local_time
+from partnerlink.orders.schemas import store_snapshot as store_snapshot
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
@@ -255,9 +260,9 @@ def _columns(
 
 def read_order(
     session: Session, *, store_id: str, partner_id: str, order_id: str
-) -> dict[str, Any]:
-    """GET /v1/orders: the calling partner's own order in its request's field names, behind
-    the receipt gates; another partner's order on the same store is unknown here."""
+) -> tuple[Order, Store]:
+    """GET /v1/orders: the calling partner's own order and its store, behind the receipt
+    gates; another partner's order on the same store is unknown here."""
     store = load_store(session, store_id=store_id)
     if not store.green_invoices:
         raise ReceiptsDisabled()
@@ -266,65 +271,9 @@ def read_order(
     )
     if order is None or not order_visible(order, store):
         raise NotFound("No such order, or it is not a closed order with a customer phone.")
-    return order_json(order, store)
+    return order, store
 
 
-def order_json(order: Order, store: Store) -> dict[str, Any]:
-    """An order in the field names of POST /v1/orders."""
-    details = order.details or {}
-    return {
-        "orderId": order.order_id,
-        "orderPrice": str(order.order_price),
-        "orderCurrency": order.order_currency,
-        "createdAt": local_time(order).isoformat(),
-        "updatedAt": order.partner_updated_at.isoformat() if order.partner_updated_at else None,
-        "orderStatus": order.order_status,
-        "orderType": order.order_type,
-        "orderItems": details.get("orderItems") or [],
-        "orderPayments": details.get("orderPayments") or [],
-        "orderDetails": details,
-        "store": store_snapshot(order, store),
-        "customerFirstName": order.customer_first_name,
-        "customerLastName": order.customer_last_name,
-        "customerEmail": order.customer_email,
-        "customerPhoneNumber": order.customer_phone_number,
-    }
-
-
-def local_time(order: Order) -> datetime:
-    """The order's createdAt with the offset it was sent with."""
-    offset = timedelta(minutes=order.ordered_at_offset_minutes or 0)
-    try:
-        return order.ordered_at.astimezone(timezone(offset))
-    except (OverflowError, ValueError):
-        return order.ordered_at
-
-
-def store_snapshot(order: Order, store: Store) -> dict[str, Any]:
-    """The store as sent with the order, else the store's current profile, in request names."""
-    current = {
-        "storeName": store.name,
-        "storeAddress": store.address,
-        "storeCountryCode": store.country_code,
-        "storeCity": store.city,
-        "storeState": store.state,
-        "storePostalCode": store.postal_code,
-        "storePhoneNumber": store.phone_number,
-        "storeCurrency": store.currency,
-    }
-    return {**current, **(order.store_snapshot or {})}
-
-
-def recent_orders(session: Session, *, store_id: str, limit: int) -> list[dict[str, Any]]:
+def recent_orders(session: Session, *, store_id: str, limit: int) -> list[Any]:
     """The store's orders with their conversion class, newest first."""
-    return [
-        {
-            "orderId": row.order_id,
-            "orderPrice": str(row.order_price),
-            "orderCurrency": row.order_currency,
-            "orderStatus": row.order_status,
-            "conversion": row.conversion,
-            "createdAt": row.ordered_at.isoformat(),
-        }
-        for row in session.execute(queries.recent_orders(store_id=store_id, limit=limit))
-    ]
+    return list(session.execute(queries.recent_orders(store_id=store_id, limit=limit)))

@@ -2,53 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from fastapi import APIRouter, Body
-from pydantic import BaseModel, Field, field_validator
 
 from partnerlink.deps import SessionDep
 from partnerlink.pairing.guard import AdmittedClient
+from partnerlink.pairing.schemas import PAIRED_EXAMPLE, PairRequest, PairResponse
 from partnerlink.pairing.service import CodeExpired, UnknownCode, redeem_pairing_code
 from partnerlink.problems import RateLimited, field_problem, problem_responses
 
 router = APIRouter(tags=["Pairing-code flow"])
-
-
-class PairRequest(BaseModel):
-    code: int = Field(
-        description="The 6-digit pairing code shown in the merchant app, as a JSON number."
-    )
-
-    @field_validator("code", mode="before")
-    @classmethod
-    def _whole_json_number(cls, value: object) -> object:
-        # SPEC.md: sent as a JSON number. A string, a boolean or a fraction is malformed.
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a JSON number")
-        if isinstance(value, float):
-            if not math.isfinite(value) or not value.is_integer():
-                raise ValueError("must be a whole number")
-            return int(value)
-        return value
-
-
-PAIRED_EXAMPLE = {
-    "access_token": "plk_at_6aB4deFpKCrq7vRffihCQeLxFU0-8MKZnHML3uKblz8",
-    "storeId": "0b6f4c1e-8d55-4a8e-9a38-2f1f0f4f6a11",
-    "posType": "acme-pos",
-    "success": True,
-}
-
-
-class PairResponse(BaseModel):
-    access_token: str = Field(description="Durable store access token; send it as a Bearer token.")
-    storeId: str = Field(description="The store the code was reserved for.")
-    posType: str | None = Field(
-        description="The store's POS type; null when the store's type was never registered."
-    )
-    success: bool = True
 
 
 @router.post(

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
 
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.merchant.deps import CurrentMerchant
+from partnerlink.pairing.schemas import ReservationRequest, ReservationResponse
 from partnerlink.pairing.service import NoCodeFree, reserve_pairing_code
 from partnerlink.problems import problem_responses
 
 router = APIRouter(tags=["Pairing codes"])
-
-
-class ReservationRequest(BaseModel):
-    posType: str = Field(description="posType of the partner whose terminal will redeem the code.")
-
-
-class ReservationResponse(BaseModel):
-    code: int
-    expiresAt: datetime
-    posType: str
 
 
 @router.post(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
 
 from partnerlink.connect.api import CREDENTIALS_REFUSED, ClientId, ClientSecret, client_partner
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.problems import RateLimited, field_problem, problem_responses
+from partnerlink.sandbox.schemas import SandboxCode, SandboxEvent
 from partnerlink.sandbox.service import send_test_event, test_store_with_code
 from partnerlink.security.rate_limit import FailureBudget
 
@@ -17,16 +17,6 @@ router = APIRouter(prefix="/sandbox", tags=["Sandbox"])
 
 # Test stores are cheap to ask for and never cleaned up: bounded per partner.
 TEST_STORES_PER_PARTNER = "200/hour"
-
-
-class SandboxCode(BaseModel):
-    code: int
-    storeId: str
-    expiresAt: str
-
-
-class SandboxEvent(BaseModel):
-    eventId: str
 
 
 @router.post(

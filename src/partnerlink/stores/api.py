@@ -8,13 +8,14 @@ from fastapi import APIRouter
 
 from partnerlink.deps import SessionDep
 from partnerlink.problems import InvalidToken, field_problem, problem_responses
-from partnerlink.stores.schemas import StoreEnvelope, StoreProfileIn, StoreSettingsOut
-from partnerlink.stores.service import (
-    apply_store_profile,
-    load_store,
+from partnerlink.stores.schemas import (
+    StoreEnvelope,
+    StoreProfileIn,
+    StoreSettingsOut,
     store_response,
     store_settings,
 )
+from partnerlink.stores.service import apply_store_profile, load_store
 from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken
 
 router = APIRouter(tags=["Stores"])

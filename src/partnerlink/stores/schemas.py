@@ -1,4 +1,5 @@
-"""The store profile a partner sends (PUT /v1/stores, and the `store` snapshot of an order)."""
+"""The store profile a partner sends (PUT /v1/stores, and the `store` snapshot of an order),
+and the answers that show a store (to its partner, and to its merchant)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from partnerlink.kit.currencies import currency_codes
 from partnerlink.kit.text import storable_text
 from partnerlink.phones import normalize_phone
+from partnerlink.stores.models import Store
 
 # Babel's territory list also holds regions and groupings that are not countries
 # ("EU", "UN", "ZZ", "001"...) and codes ISO only reserves (Ascension "AC", Canary
@@ -226,3 +228,42 @@ class StoreSettingsOut(BaseModel):
         description="Per-store e-receipt flag set by the merchant; when false no e-receipt "
         "is issued whatever the order says."
     )
+
+
+def store_response(store: Store) -> dict[str, Any]:
+    """Returns the `{"store": {...}}` answer of PUT /v1/stores (SPEC.md endpoint 6)."""
+    return {
+        "store": {
+            "id": store.id,
+            "name": store.name,
+            "phoneNumber": store.phone_number or "",
+            "address": {
+                "addressLine": store.address or "",
+                "city": store.city or "",
+                "state": store.state or "",
+                "country": store.country_code,
+                "postalCode": store.postal_code or "",
+            },
+            "currency": store.currency,
+        }
+    }
+
+
+def merchant_store_view(store: Store) -> dict[str, Any]:
+    """Returns the Store object of the merchant API (CONTRACT.md §4)."""
+    return {
+        "id": store.id,
+        "name": store.name,
+        "address": store.address or "",
+        "city": store.city or "",
+        "countryCode": store.country_code,
+        "currency": store.currency,
+        "posType": store.pos_type,
+        "greenInvoices": bool(store.green_invoices),
+        "manual": bool(store.manual),
+    }
+
+
+def store_settings(store: Store) -> dict[str, Any]:
+    """Returns the answer of GET /v1/stores (SPEC.md endpoint 7)."""
+    return {"greenInvoices": bool(store.green_invoices)}

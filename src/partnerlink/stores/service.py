@@ -72,16 +72,13 @@ def open_connection_with_access_token(
     ttl_seconds: int | None,
 ) -> tokens.OpenedConnection:
     """`open_connection`, and the connection's first access token."""
-    opened = tokens.open_connection_with_access_token(
-        session,
-        store_id=store_id,
-        partner_id=partner_id,
-        method=method,
-        ttl_seconds=ttl_seconds,
-        store_is_test=is_test_store(session, store_id=store_id),
+    connection = open_connection(
+        session, store_id=store_id, partner_id=partner_id, method=method, pos_type=pos_type
     )
-    _set_pos_type(session, store_id=store_id, pos_type=pos_type)
-    return opened
+    access_token, expires_at = tokens.issue_access_token(
+        session, connection_id=connection.id, ttl_seconds=ttl_seconds
+    )
+    return tokens.OpenedConnection(connection, access_token, expires_at)
 
 
 def _set_pos_type(session: Session, *, store_id: str, pos_type: str) -> None:
@@ -188,42 +185,3 @@ def remember_store(sql: Sql, store_id: str, row: tuple[Any, ...]) -> None:
     """Keeps the store's row as read in this transaction, (green_invoices, *STORE_PROFILE_COLUMNS),
     so that applying a snapshot later in it needs no read of its own."""
     sql.remembered.setdefault(_remembered_store(store_id), row)
-
-
-def store_response(store: Store) -> dict[str, Any]:
-    """Returns the `{"store": {...}}` answer of PUT /v1/stores (SPEC.md endpoint 6)."""
-    return {
-        "store": {
-            "id": store.id,
-            "name": store.name,
-            "phoneNumber": store.phone_number or "",
-            "address": {
-                "addressLine": store.address or "",
-                "city": store.city or "",
-                "state": store.state or "",
-                "country": store.country_code,
-                "postalCode": store.postal_code or "",
-            },
-            "currency": store.currency,
-        }
-    }
-
-
-def merchant_store_view(store: Store) -> dict[str, Any]:
-    """Returns the Store object of the merchant API (CONTRACT.md §4)."""
-    return {
-        "id": store.id,
-        "name": store.name,
-        "address": store.address or "",
-        "city": store.city or "",
-        "countryCode": store.country_code,
-        "currency": store.currency,
-        "posType": store.pos_type,
-        "greenInvoices": bool(store.green_invoices),
-        "manual": bool(store.manual),
-    }
-
-
-def store_settings(store: Store) -> dict[str, Any]:
-    """Returns the answer of GET /v1/stores (SPEC.md endpoint 7)."""
-    return {"greenInvoices": bool(store.green_invoices)}

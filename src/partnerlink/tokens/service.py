@@ -125,29 +125,6 @@ class OpenedConnection:
     expires_at: datetime | None
 
 
-def open_connection_with_access_token(
-    session: Session,
-    *,
-    store_id: str,
-    partner_id: str,
-    method: str,
-    ttl_seconds: int | None,
-    store_is_test: bool,
-) -> OpenedConnection:
-    """Opens the partner's connection to the store and mints its first access token."""
-    connection = open_connection(
-        session,
-        store_id=store_id,
-        partner_id=partner_id,
-        method=method,
-        store_is_test=store_is_test,
-    )
-    access_token, expires_at = issue_access_token(
-        session, connection_id=connection.id, ttl_seconds=ttl_seconds
-    )
-    return OpenedConnection(connection, access_token, expires_at)
-
-
 def issue_access_token(
     session: Session, *, connection_id: str, ttl_seconds: int | None
 ) -> tuple[str, datetime | None]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from typing import BinaryIO, Protocol
 
 
@@ -48,3 +49,21 @@ async def blocks_of(
             yield bytes(buffer[:block_bytes])
             del buffer[:block_bytes]
     yield bytes(buffer)
+
+
+async def write_blocks(
+    chunks: AsyncIterator[bytes],
+    write: Callable[[bytes], Awaitable[object]],
+    *,
+    block_bytes: int,
+    max_bytes: int,
+) -> int:
+    """Hands `write` each block of the body (`blocks_of`), in order, the last one too (maybe
+    empty); returns the body's size. Each storage's `save` is its `write` and its clean-up."""
+    size = 0
+    body = blocks_of(chunks, block_bytes=block_bytes, max_bytes=max_bytes)
+    async with aclosing(body):
+        async for block in body:
+            size += len(block)
+            await write(block)
+    return size

@@ -7,13 +7,12 @@ import secrets
 import stat
 import time
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
 from typing import BinaryIO
 
 from anyio import CancelScope, to_thread
 
-from partnerlink.customers.storage.base import blocks_of
+from partnerlink.customers.storage.base import write_blocks
 
 # Chunks from the socket are gathered to this size before one write (and one thread hop).
 WRITE_BUFFER_BYTES = 1 << 20
@@ -41,13 +40,13 @@ class LocalUploadStorage:
         temp = final.with_name(f"{final.name}.{secrets.token_hex(8)}.part")
         await to_thread.run_sync(lambda: final.parent.mkdir(parents=True, exist_ok=True))
         handle = await to_thread.run_sync(lambda: open(temp, "xb"))  # noqa: SIM115
-        size = 0
         try:
-            body = blocks_of(chunks, block_bytes=WRITE_BUFFER_BYTES, max_bytes=max_bytes)
-            async with aclosing(body):
-                async for block in body:
-                    size += len(block)
-                    await to_thread.run_sync(handle.write, block)
+            size = await write_blocks(
+                chunks,
+                lambda block: to_thread.run_sync(handle.write, block),
+                block_bytes=WRITE_BUFFER_BYTES,
+                max_bytes=max_bytes,
+            )
             await to_thread.run_sync(_finish, handle, b"", temp, final)
         except BaseException:
             # Shielded: a cancelled request (client gone) must still clean up.

@@ -13,7 +13,6 @@ import io
 import threading
 import time
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from datetime import datetime
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -23,7 +22,7 @@ from anyio import CancelScope, to_thread
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from partnerlink.customers.storage.base import blocks_of
+from partnerlink.customers.storage.base import write_blocks
 
 # S3 parts are at least 5 MiB (but the last); this is the most a PUT holds in memory.
 PART_BYTES = 8 * 1024 * 1024
@@ -87,26 +86,24 @@ class S3UploadStorage:
         name = self.object_key(key)
         upload_id: str | None = None
         parts: list[dict[str, Any]] = []
-        size = 0
+
+        async def send(block: bytes) -> None:
+            nonlocal upload_id
+            if len(block) == PART_BYTES:  # a whole part: the file goes multipart
+                if upload_id is None:
+                    upload_id = await to_thread.run_sync(self._start, name)
+                parts.append(await to_thread.run_sync(self._part, name, upload_id, parts, block))
+            elif upload_id is None:  # the last block, and the only one
+                await to_thread.run_sync(self._put, name, block)
+            else:  # the last block of a multipart upload
+                if block:
+                    parts.append(
+                        await to_thread.run_sync(self._part, name, upload_id, parts, block)
+                    )
+                await to_thread.run_sync(self._complete, name, upload_id, parts)
+
         try:
-            body = blocks_of(chunks, block_bytes=PART_BYTES, max_bytes=max_bytes)
-            async with aclosing(body):
-                async for block in body:
-                    size += len(block)
-                    if len(block) == PART_BYTES:  # a whole part: the file goes multipart
-                        if upload_id is None:
-                            upload_id = await to_thread.run_sync(self._start, name)
-                        parts.append(
-                            await to_thread.run_sync(self._part, name, upload_id, parts, block)
-                        )
-                    elif upload_id is None:  # the last block, and the only one
-                        await to_thread.run_sync(self._put, name, block)
-                    else:  # the last block of a multipart upload
-                        if block:
-                            parts.append(
-                                await to_thread.run_sync(self._part, name, upload_id, parts, block)
-                            )
-                        await to_thread.run_sync(self._complete, name, upload_id, parts)
+            size = await write_blocks(chunks, send, block_bytes=PART_BYTES, max_bytes=max_bytes)
         except BaseException:
             if upload_id is not None:
                 # Shielded: a cancelled request (client gone) must still clean up.

@@ -5,28 +5,28 @@ Every route is the signed-in merchant's own profile only; another's answers 404.
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 
 from partnerlink.deps import PageDep, ReadSessionDep, SessionDep, SettingsDep
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
-from partnerlink.measurement.schemas import CampaignIn, TouchesIn
-from partnerlink.merchant.deps import CurrentMerchant
-from partnerlink.merchant.ownership import owned_profile
+from partnerlink.measurement.deps import ResultsPeriod
+from partnerlink.measurement.schemas import (
+    CampaignIn,
+    TouchesIn,
+    campaign_json,
+    results_csv_reply,
+    touch_batch_json,
+)
+from partnerlink.merchant.deps import OwnedProfile
 
 router = APIRouter(tags=["Measurement"])
 
-CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
-
 
 @router.post("/profiles/{profileId}/campaigns")
-def post_campaign(
-    profileId: str, body: CampaignIn, merchant: CurrentMerchant, session: SessionDep
-) -> dict[str, Any]:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
+def post_campaign(profile: OwnedProfile, body: CampaignIn, session: SessionDep) -> dict[str, Any]:
     campaign = service.create_campaign(
         session,
         profile_id=profile.id,
@@ -36,73 +36,57 @@ def post_campaign(
         ends_at=body.endsAt,
         holdout_percent=body.holdoutPercent,
     )
-    return {"campaign": service.campaign_json(campaign)}
+    return {"campaign": campaign_json(campaign)}
 
 
 @router.get("/profiles/{profileId}/campaigns")
-def get_campaigns(
-    profileId: str, merchant: CurrentMerchant, session: SessionDep, page: PageDep
-) -> dict[str, Any]:
+def get_campaigns(profile: OwnedProfile, session: SessionDep, page: PageDep) -> dict[str, Any]:
     """Oldest first, in pages of `limit`; `nextCursor` (null on the last page) is the next
     page's `cursor`."""
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     campaigns = service.campaign_page(
         session, profile_id=profile.id, limit=page.limit, cursor=page.cursor
     )
     return {
-        "campaigns": [service.campaign_json(c) for c in campaigns.items],
+        "campaigns": [campaign_json(c) for c in campaigns.items],
         "nextCursor": campaigns.next_cursor,
     }
 
 
 @router.post("/profiles/{profileId}/touches")
 def post_touches(
-    profileId: str,
+    profile: OwnedProfile,
     body: TouchesIn,
-    merchant: CurrentMerchant,
     session: SessionDep,
     settings: SettingsDep,
 ) -> dict[str, Any]:
     """At most 10,000 touches; a bad touch is rejected alone, with its index."""
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    return service.import_touch_batch(
+    batch = service.import_touch_batch(
         session,
         profile_id=profile.id,
         records=body.touches,
         window_days=settings.attribution_window_days,
     )
+    return touch_batch_json(batch)
 
 
 @router.get("/profiles/{profileId}/results", response_model=None)
 def get_results(
-    profileId: str,
-    merchant: CurrentMerchant,
+    profile: OwnedProfile,
     session: SessionDep,
     reads: ReadSessionDep,
-    start: Annotated[date | None, Query(alias="from")] = None,
-    end: Annotated[date | None, Query(alias="to")] = None,
+    dates: ResultsPeriod,
     format: Literal["json", "csv"] = "json",
 ) -> dict[str, Any] | Response:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    start, end = results_service.period(start, end)
+    start, end = dates
     if format == "csv":
         text = results_service.results_csv(reads, profile_id=profile.id, start=start, end=end)
-        return Response(
-            text,
-            media_type=CSV_MEDIA_TYPE,
-            headers={"Content-Disposition": f'attachment; filename="results-{start}-{end}.csv"'},
-        )
+        return results_csv_reply(text, start, end)
     return results_service.results(reads, profile_id=profile.id, start=start, end=end)
 
 
 @router.get("/profiles/{profileId}/campaigns/{campaignId}/lift")
 def get_lift(
-    profileId: str,
-    campaignId: str,
-    merchant: CurrentMerchant,
-    session: SessionDep,
-    reads: ReadSessionDep,
+    profile: OwnedProfile, campaignId: str, session: SessionDep, reads: ReadSessionDep
 ) -> dict[str, Any]:
-    profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
     campaign = results_service.campaign_of(session, profile_id=profile.id, campaign_id=campaignId)
     return results_service.lift(reads, campaign)

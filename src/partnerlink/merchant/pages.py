@@ -1,4 +1,9 @@
-"""What every console page shares: the signed-in merchant, CSRF, redirects and error pages.
+"""What every page of the merchant console shares, whichever domain draws it: the signed-in
+merchant, CSRF, redirects, error pages and the page layout (`console_page`).
+
+The console package (its own pages and the console application) and the pages of
+measurement and audiences all import it from here, below them, so no domain imports
+the console.
 
 The console signs in with a cookie (HttpOnly, SameSite=Lax; `__Host-` and
 Secure over HTTPS, see web/security.py). A cookie rides along on requests other
@@ -15,7 +20,8 @@ from fastapi import Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from partnerlink.deps import SettingsDep
-from partnerlink.merchant.models import Merchant
+from partnerlink.merchant.models import Merchant, Profile
+from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.sessions import merchant_for_session_token
 from partnerlink.settings import Settings
 from partnerlink.web.pages import error_page, render
@@ -114,6 +120,14 @@ def signed_in_merchant(
 
 
 ConsoleUser = Annotated[SignedIn, Depends(signed_in_merchant)]
+
+
+def signed_in_profile(session: PageSessionDep, user: ConsoleUser, profile_id: str) -> Profile:
+    """The signed-in merchant's profile named in the page's path; another's is 404."""
+    return owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+
+
+ConsoleProfile = Annotated[Profile, Depends(signed_in_profile)]
 
 
 def checked_form(

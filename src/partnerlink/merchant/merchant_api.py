@@ -14,11 +14,19 @@ from partnerlink.merchant.connections import list_store_connections, revoke_merc
 from partnerlink.merchant.deps import CurrentMerchant, presented_session_token
 from partnerlink.merchant.manual_stores import create_manual_store, set_green_invoices
 from partnerlink.merchant.profiles import create_profile, profiles_view
-from partnerlink.merchant.schemas import ManualStoreIn, ProfileIn, SessionIn, StorePatchIn
+from partnerlink.merchant.schemas import (
+    ManualStoreIn,
+    ProfileIn,
+    SessionIn,
+    StorePatchIn,
+    connection_json,
+    new_profile_json,
+    session_json,
+)
 from partnerlink.merchant.sessions import end_session, sign_in
 from partnerlink.problems import RateLimited, Unauthorized, problem_responses
 from partnerlink.security.client_address import client_address
-from partnerlink.stores.service import merchant_store_view
+from partnerlink.stores.schemas import merchant_store_view
 
 router = APIRouter(tags=["Merchant"])
 
@@ -39,7 +47,7 @@ def post_session(
         client_address=client_address(request, settings.trusted_proxy_set),
         settings=settings,
     )
-    return {"sessionToken": started.token, "expiresAt": started.expires_at.isoformat()}
+    return session_json(started)
 
 
 @router.delete("/sessions", status_code=204)
@@ -59,7 +67,7 @@ def get_profiles(merchant: CurrentMerchant, session: SessionDep) -> dict[str, An
 @router.post("/profiles")
 def post_profile(body: ProfileIn, merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
     profile = create_profile(session, merchant_id=merchant.id, name=body.name)
-    return {"profile": {"id": profile.id, "name": profile.name, "stores": []}}
+    return {"profile": new_profile_json(profile)}
 
 
 @router.post("/profiles/{profileId}/stores")
@@ -93,11 +101,7 @@ def get_store_connections(
     storeId: str, merchant: CurrentMerchant, session: SessionDep
 ) -> dict[str, Any]:
     connections = list_store_connections(session, merchant_id=merchant.id, store_id=storeId)
-    # Exactly CONTRACT.md §4's members; the console also shows the partner's name.
-    return {"connections": [{k: c[k] for k in CONNECTION_FIELDS} for c in connections]}
-
-
-CONNECTION_FIELDS = ("id", "posType", "method", "createdAt", "revokedAt")
+    return {"connections": [connection_json(c) for c in connections]}
 
 
 @router.delete("/connections/{connectionId}", status_code=204)
