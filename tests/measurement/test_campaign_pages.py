@@ -7,7 +7,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from tests.factories import ConnectedStoreFixture
-from tests.measurement.test_api import base
+from tests.measurement.test_merchant_api import base
 
 
 def create(client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str], n: int) -> None:
