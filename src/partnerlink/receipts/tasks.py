@@ -29,7 +29,6 @@ from partnerlink import jobs
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
 from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
-from partnerlink.receipts.delivery import stopped_receipt, suppress_stopped
 from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.providers import (
     Delivery,
@@ -38,6 +37,7 @@ from partnerlink.receipts.providers import (
     SmsProvider,
     provider_for,
 )
+from partnerlink.receipts.service import stopped_receipt, suppress_stopped
 from partnerlink.security.identifier_digests import identifier_key
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
