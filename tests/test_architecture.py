@@ -32,22 +32,26 @@ ALLOWED: dict[str, frozenset[str]] = {
         "ops": "problems db deps settings",
         "deps": "settings problems db",
         "db": "settings problems",
+        # Background jobs over domain rows (claim, lease, backoff): below every domain.
+        "jobs": "db settings",
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
-        "webhooks": "db deps partners problems security settings",
+        "webhooks": "db deps jobs partners problems security settings",
         "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
         "tokens": "db deps partners problems security settings webhooks",
         "stores": "db deps phones problems security settings tokens",
         "merchant": "db deps partners problems security settings stores tokens web webhooks",
         "pairing": "db deps merchant partners problems security settings stores tokens",
         "connect": "db deps merchant partners problems security settings stores tokens web",
-        "customers": "db deps merchant phones problems security settings stores tokens webhooks",
+        "customers": (
+            "db deps jobs merchant phones problems security settings stores tokens webhooks"
+        ),
         "orders": (
             "customers db deps merchant middleware problems security settings stores tokens"
             " validation"
         ),
-        "receipts": "db deps orders problems security settings stores web",
+        "receipts": "db deps jobs orders problems security settings stores web",
         # What puts the domains together.
         "console": (
             "customers deps merchant orders pairing partners problems security settings stores web"

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences.models import OptOut
 from partnerlink.customers.models import Customer
 from partnerlink.db.base import Base
-from partnerlink.receipts.delivery import reply_keyword
 from partnerlink.receipts.queries import list_messages
+from partnerlink.receipts.service import reply_keyword
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.receipts.twilio_callbacks import signature_is_valid
 from partnerlink.settings import Settings

@@ -15,8 +15,13 @@ from typer.testing import CliRunner
 
 from partnerlink.cli import app as cli_app
 from partnerlink.db.base import utcnow
+from partnerlink.jobs import backoff_seconds
 from partnerlink.receipts.models import Receipt
-from partnerlink.receipts.tasks import BACKOFF_CAP_SECONDS, backoff_seconds, send_due_receipts
+from partnerlink.receipts.tasks import (
+    BACKOFF_BASE_SECONDS,
+    BACKOFF_CAP_SECONDS,
+    send_due_receipts,
+)
 from partnerlink.settings import Settings
 from partnerlink.worker import run_once
 from tests.factories import ConnectedStoreFixture
@@ -96,12 +101,15 @@ def test_receipts_not_yet_due_or_leased_are_left_alone(
 
 
 def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
-    delays = [backoff_seconds(n) for n in range(1, 6)]
+    # The receipts' own schedule: 5 s, doubling, capped at an hour (jobs.backoff_seconds).
+    assert (BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS) == (5.0, 3600.0)
+    wait = {"base": BACKOFF_BASE_SECONDS, "cap": BACKOFF_CAP_SECONDS}
+    delays = [backoff_seconds(n, **wait) for n in range(1, 6)]
     for n, delay in enumerate(delays, start=1):
         base = 5.0 * 2 ** (n - 1)
         assert base <= delay <= base * 1.25
-    assert backoff_seconds(40) <= BACKOFF_CAP_SECONDS * 1.25
-    assert backoff_seconds(1, retry_after=90) == 90
+    assert backoff_seconds(40, **wait) <= BACKOFF_CAP_SECONDS * 1.25
+    assert backoff_seconds(1, retry_after=90, **wait) == 90
 
 
 def test_one_run_records_a_batch_of_outbox_messages_each_once(

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Response
 from partnerlink.audiences.choices import opt_in_phone, opt_out_phone
 from partnerlink.customers.normalize import normalize_phone
 from partnerlink.deps import SessionDep, SettingsDep
-from partnerlink.receipts.delivery import reply_keyword, start_phone, stop_phone
 from partnerlink.receipts.providers import TWILIO_INBOUND_PATH, mask_phone
+from partnerlink.receipts.service import reply_keyword, start_phone, stop_phone
 from partnerlink.receipts.twilio_callbacks import TwilioForm, twiml
 from partnerlink.security.identifier_digests import identifier_key
 

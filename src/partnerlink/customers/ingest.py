@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -72,6 +73,7 @@ class LeaseLost(Exception):
 class ClaimedUpload:
     id: str
     attempt: int
+    lease_until: datetime  # the lease held, renewed as batches commit
     store_id: str
     profile_id: str
     storage_key: str
@@ -91,6 +93,7 @@ def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> Claimed
         return ClaimedUpload(
             id=row.id,
             attempt=row.attempts,
+            lease_until=row.lease_until,
             store_id=row.store_id,
             profile_id=row.profile_id,
             storage_key=row.storage_key,
@@ -163,15 +166,18 @@ def _ingest(
         _finish(sessions, upload, "done", None)
 
 
-def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> None:
-    """Extends the lease in the session's transaction; LeaseLost if another worker took over."""
-    if not queries.renew_lease(
+def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> datetime:
+    """Extends the lease in the session's transaction; LeaseLost if another worker took over.
+    Answers the new lease, which the caller holds once the transaction has committed."""
+    renewed = queries.renew_lease(
         session,
         upload_id=upload.id,
-        attempt=upload.attempt,
+        lease_until=upload.lease_until,
         lease_seconds=settings.upload_lease_seconds,
-    ):
+    )
+    if renewed is None:
         raise LeaseLost
+    return renewed
 
 
 def _lease_keeper(
@@ -188,7 +194,8 @@ def _lease_keeper(
         if time.monotonic() - renewed < every:
             return
         with sessions() as session, session.begin():
-            _renew_lease(session, settings, upload)
+            lease_until = _renew_lease(session, settings, upload)
+        upload.lease_until = lease_until
         renewed = time.monotonic()
 
     return keep_alive
@@ -207,7 +214,7 @@ def commit_batch(
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
             with sessions() as session, session.begin():
-                _renew_lease(session, settings, upload)
+                lease_until = _renew_lease(session, settings, upload)
                 rekeyed: set[int] = set()
                 counts = apply_records(
                     session,
@@ -247,6 +254,7 @@ def commit_batch(
                 batch.first_index,
             )
             continue
+        upload.lease_until = lease_until  # committed: the renewed lease is the one held
         upload.errors = new_errors
         upload.records_committed = batch.next_index
         return
@@ -352,7 +360,11 @@ def _finish(
 ) -> None:
     with sessions() as session, session.begin():
         if not queries.finish_upload(
-            session, upload_id=upload.id, attempt=upload.attempt, status=status, reason=reason
+            session,
+            upload_id=upload.id,
+            lease_until=upload.lease_until,
+            status=status,
+            reason=reason,
         ):
             raise LeaseLost
         finished = session.get(Upload, upload.id)
@@ -379,6 +391,6 @@ def _finish(
 def _release(sessions: sessionmaker[Session], upload: ClaimedUpload) -> None:
     try:
         with sessions() as session, session.begin():
-            queries.release_lease(session, upload_id=upload.id, attempt=upload.attempt)
+            queries.release_lease(session, upload_id=upload.id, lease_until=upload.lease_until)
     except Exception:
         log.exception("could not release the lease of upload %s", upload.id)

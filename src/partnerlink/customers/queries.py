@@ -8,15 +8,16 @@ ORM elsewhere (uploads, listing). ARCHITECTURE.md states the split.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, func, or_, select, update
+from sqlalchemy import Row, Table, func, select, update
 from sqlalchemy.engine import Connection as DriverConnection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
+from partnerlink import jobs
 from partnerlink.customers.matching import MERGED_COLUMNS, LookUp
 from partnerlink.customers.merge import StoredRow
 from partnerlink.customers.models import Customer, Upload
@@ -167,39 +168,24 @@ def update_customers(
 # --- upload claiming and progress ---
 
 
-def _claimable(now: datetime) -> ColumnElement[bool]:
-    return or_(
-        Upload.status == "received",
-        and_(Upload.status == "processing", Upload.lease_until < now),
-    )
+_uploads: Table = Upload.__table__  # type: ignore[assignment]
+# Received, or taken by a worker whose lease ran out (the jobs module checks the lease).
+_CLAIMABLE = Upload.status.in_(("received", "processing"))
 
 
 def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | None:
-    """Takes the oldest received upload, or one whose worker's lease ran out.
-
-    One conditional UPDATE decides (after SKIP LOCKED on PostgreSQL, so workers
-    do not queue on the same row); `attempts` doubles as the lease holder's
-    fencing token.
-    """
-    now = utcnow()
-    candidate = session.scalar(
-        select(Upload.id)
-        .where(_claimable(now))
-        .order_by(Upload.created_at)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-    )
-    if candidate is None:
-        return None
-    return session.execute(
-        update(Upload)
-        .where(Upload.id == candidate, _claimable(now))
-        .values(
-            status="processing",
-            attempts=Upload.attempts + 1,
-            lease_until=now + timedelta(seconds=lease_seconds),
-        )
-        .returning(
+    """Takes the oldest received upload, or one whose worker's lease ran out (one
+    conditional UPDATE, after SKIP LOCKED on PostgreSQL, so workers do not queue on the
+    same row). The row answers `lease_until`, the lease to hold the upload by."""
+    claimed = jobs.claim_due(
+        session,
+        _uploads,
+        due=_CLAIMABLE,
+        order_by=[Upload.created_at],
+        limit=1,
+        lease_seconds=lease_seconds,
+        now=utcnow(),
+        returning=[
             Upload.id,
             Upload.attempts,
             Upload.store_id,
@@ -209,9 +195,10 @@ def claim_next_upload(session: Session, *, lease_seconds: int) -> Row[Any] | Non
             Upload.records_committed,
             Upload.errors,
             Upload.connection_id,
-        )
-        .execution_options(synchronize_session=False)
-    ).first()
+        ],
+        values={"status": "processing"},
+    )
+    return claimed[0] if claimed else None
 
 
 def nonce_used(session: Session, *, nonce: str) -> bool:
@@ -250,19 +237,17 @@ def connection_revoked(session: Session, *, connection_id: str | None) -> bool:
     )
 
 
-def renew_lease(session: Session, *, upload_id: str, attempt: int, lease_seconds: int) -> bool:
-    """Extends the lease if this attempt still holds it (and locks the upload row)."""
-    return (
-        session.execute(
-            update(Upload)
-            .where(
-                Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing"
-            )
-            .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
-            .returning(Upload.id)
-            .execution_options(synchronize_session=False)
-        ).first()
-        is not None
+def renew_lease(
+    session: Session, *, upload_id: str, lease_until: datetime, lease_seconds: int
+) -> datetime | None:
+    """Extends the held lease (and locks the upload row); the new lease, or None if lost."""
+    return jobs.renew_lease(
+        session,
+        _uploads,
+        row_id=upload_id,
+        lease_until=lease_until,
+        lease_seconds=lease_seconds,
+        now=utcnow(),
     )
 
 
@@ -297,30 +282,26 @@ def record_progress(
 
 
 def finish_upload(
-    session: Session, *, upload_id: str, attempt: int, status: str, reason: str | None
+    session: Session, *, upload_id: str, lease_until: datetime, status: str, reason: str | None
 ) -> bool:
-    """Ends the upload as done or failed, if this attempt still holds it."""
-    return (
-        session.execute(
-            update(Upload)
-            .where(
-                Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing"
-            )
-            .values(status=status, failure_reason=reason, lease_until=None, finished_at=utcnow())
-            .returning(Upload.id)
-            .execution_options(synchronize_session=False)
-        ).first()
-        is not None
+    """Ends the upload as done or failed, if this worker still holds its lease."""
+    return jobs.record_if_leased(
+        session,
+        _uploads,
+        row_id=upload_id,
+        lease_until=lease_until,
+        values={"status": status, "failure_reason": reason, "finished_at": utcnow()},
     )
 
 
-def release_lease(session: Session, *, upload_id: str, attempt: int) -> None:
+def release_lease(session: Session, *, upload_id: str, lease_until: datetime) -> None:
     """Lets another loop retry at once after an unexpected error."""
-    session.execute(
-        update(Upload)
-        .where(Upload.id == upload_id, Upload.attempts == attempt, Upload.status == "processing")
-        .values(lease_until=utcnow())
-        .execution_options(synchronize_session=False)
+    jobs.record_if_leased(
+        session,
+        _uploads,
+        row_id=upload_id,
+        lease_until=lease_until,
+        values={"lease_until": utcnow()},
     )
 
 

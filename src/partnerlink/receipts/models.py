@@ -32,7 +32,7 @@ class Receipt(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(String(20))
-    # Delivery-status callbacks find their receipt by it (receipts/delivery.py).
+    # Delivery-status callbacks find their receipt by it (receipts/service.py).
     provider_message_id: Mapped[str | None] = mapped_column(String(100), index=True)
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

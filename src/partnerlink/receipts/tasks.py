@@ -19,26 +19,16 @@ transactions and per-receipt UPDATE had cost about a tenth of the server's CPU).
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import (
-    ColumnElement,
-    String,
-    Table,
-    bindparam,
-    cast,
-    literal,
-    select,
-    update,
-)
+from sqlalchemy import ColumnElement, String, Table, cast, literal, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink import jobs
 from partnerlink.db.base import utcnow
 from partnerlink.orders.models import Order
 from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
-from partnerlink.receipts.delivery import stopped_receipt, suppress_stopped
 from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.providers import (
     Delivery,
@@ -47,6 +37,7 @@ from partnerlink.receipts.providers import (
     SmsProvider,
     provider_for,
 )
+from partnerlink.receipts.service import stopped_receipt, suppress_stopped
 from partnerlink.security.identifier_digests import identifier_key
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
@@ -92,32 +83,24 @@ def send_due_receipts(sessions: sessionmaker[Session], settings: Settings) -> in
     return handled + len(claimed)
 
 
+_receipts: Table = Receipt.__table__  # type: ignore[assignment]
+
+
 def _due(
     now: datetime,
     stopped: ColumnElement[bool] | None,
     *,
-    limit: int,
     test_stores: bool | None = None,
-) -> ColumnElement[int]:
-    """The ids of receipts due now, oldest first, skipping rows another worker has locked;
-    with `test_stores`, only those of test stores (True) or of real ones (False)."""
-    query = select(Receipt.id)
+) -> ColumnElement[bool]:
+    """Pending receipts due now; with `test_stores`, only those of test stores (True) or of
+    real ones (False). (That no lease is held is the jobs module's part of the claim.)"""
+    due = (Receipt.status == PENDING) & (Receipt.next_attempt_at <= now)
     if stopped is not None:  # a STOP that lands between suppress_stopped and this claim
-        query = query.where(~stopped)
+        due = due & ~stopped
     if test_stores is not None:
         of_test_store = Receipt.store_id.in_(select(Store.id).where(Store.is_test.is_(True)))
-        query = query.where(of_test_store if test_stores else ~of_test_store)
-    return (
-        query.where(
-            Receipt.status == PENDING,
-            Receipt.next_attempt_at <= now,
-            (Receipt.lease_until.is_(None)) | (Receipt.lease_until < now),
-        )
-        .order_by(Receipt.next_attempt_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)  # ignored by SQLite, whose writers queue up anyway
-        .scalar_subquery()
-    )
+        due = due & (of_test_store if test_stores else ~of_test_store)
+    return due
 
 
 def _order_ids(session: Session, pks: list[int]) -> dict[int, str]:
@@ -142,7 +125,14 @@ def _record_in_outbox(
     with sessions.begin() as session:
         stopped = stopped_receipt(session, digest_key)
         suppress_stopped(session, stopped)
-        due = _due(now, stopped, limit=BATCH_SIZE, test_stores=test_stores)
+        # Sent by being recorded: no lease is taken, the due rows are marked sent at once.
+        due = jobs.due_keys(
+            _receipts,
+            due=_due(now, stopped, test_stores=test_stores),
+            order_by=[Receipt.next_attempt_at],
+            limit=BATCH_SIZE,
+            now=now,
+        )
         rows = session.execute(
             update(Receipt)
             .where(Receipt.id.in_(due))
@@ -170,25 +160,26 @@ def _record_in_outbox(
 
 def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int) -> list[_Claimed]:
     now = utcnow()
-    lease_until = now + timedelta(seconds=LEASE_SECONDS)
     with sessions.begin() as session:
         stopped = stopped_receipt(session, digest_key)
         suppress_stopped(session, stopped)
-        due = _due(now, stopped, limit=limit, test_stores=False)
-        rows = session.execute(
-            update(Receipt)
-            .where(Receipt.id.in_(due))
-            .values(lease_until=lease_until, attempts=Receipt.attempts + 1)
-            .returning(
+        rows = jobs.claim_due(
+            session,
+            _receipts,
+            due=_due(now, stopped, test_stores=False),
+            order_by=[Receipt.next_attempt_at],
+            limit=limit,
+            lease_seconds=LEASE_SECONDS,
+            now=now,
+            returning=[
                 Receipt.id,
                 Receipt.order_pk,
                 Receipt.to_phone,
                 Receipt.body,
                 Receipt.link,
                 Receipt.attempts,
-            )
-            .execution_options(synchronize_session=False)
-        ).all()
+            ],
+        )
         if not rows:
             return []
         order_ids = _order_ids(session, [row.order_pk for row in rows])
@@ -200,44 +191,10 @@ def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int
             body=row.body,
             link=row.link,
             attempts=row.attempts,
-            lease_until=lease_until,
+            lease_until=row.lease_until,
         )
         for row in rows
     ]
-
-
-def backoff_seconds(attempts: int, retry_after: float | None = None) -> float:
-    """Exponential backoff with jitter; never sooner than the provider asked."""
-    delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(0, attempts - 1))
-    delay += random.uniform(0, delay / 4)
-    return max(delay, retry_after or 0.0)
-
-
-_receipts: Table = Receipt.__table__  # type: ignore[assignment]
-_OUTCOME_COLUMNS = (
-    "status",
-    "provider",
-    "provider_message_id",
-    "last_error",
-    "next_attempt_at",
-    "sent_at",
-    "link",
-    "body",
-)
-# One statement for every outcome, run for a whole batch at once (executemany); it
-# applies only while this worker still holds the receipt's lease.
-_RECORD_OUTCOME = (
-    update(_receipts)
-    .where(
-        _receipts.c.id == bindparam("receipt_id"),
-        _receipts.c.status == PENDING,
-        _receipts.c.lease_until == bindparam("held_lease", type_=_receipts.c.lease_until.type),
-    )
-    .values(
-        lease_until=None,
-        **{name: bindparam(name, type_=_receipts.c[name].type) for name in _OUTCOME_COLUMNS},
-    )
-)
 
 
 def _record(
@@ -245,12 +202,20 @@ def _record(
     outcomes: list[tuple[_Claimed, Delivery]],
     provider: SmsProvider,
 ) -> None:
-    """Writes outcomes, each only if this worker still holds the receipt's lease."""
+    """Writes outcomes, each only if this worker still holds the receipt's lease (a STOP
+    that suppressed the receipt meanwhile ended the lease: the STOP stands)."""
     if not outcomes:
         return
     rows = [_outcome_values(receipt, delivery, provider) for receipt, delivery in outcomes]
     with sessions.begin() as session:
-        session.connection().execute(_RECORD_OUTCOME, rows)
+        for (receipt, _), values in zip(outcomes, rows, strict=True):
+            jobs.record_if_leased(
+                session,
+                _receipts,
+                row_id=receipt.id,
+                lease_until=receipt.lease_until,
+                values=values,
+            )
     for (receipt, delivery), row in zip(outcomes, rows, strict=True):
         if row["status"] != SENT:
             log.info(
@@ -266,8 +231,6 @@ def _outcome_values(
 ) -> dict[str, object]:
     now = utcnow()
     values: dict[str, object] = {
-        "receipt_id": receipt.id,
-        "held_lease": receipt.lease_until,
         "provider": provider.name,
         "provider_message_id": None,
         "next_attempt_at": now,
@@ -280,7 +243,12 @@ def _outcome_values(
             status=SENT, sent_at=now, provider_message_id=delivery.message_id, last_error=None
         )
     elif delivery.outcome == "retry" and receipt.attempts < MAX_ATTEMPTS:
-        delay = backoff_seconds(receipt.attempts, delivery.retry_after_seconds)
+        delay = jobs.backoff_seconds(
+            receipt.attempts,
+            base=BACKOFF_BASE_SECONDS,
+            cap=BACKOFF_CAP_SECONDS,
+            retry_after=delivery.retry_after_seconds,
+        )
         values.update(
             status=PENDING,
             next_attempt_at=now + timedelta(seconds=delay),

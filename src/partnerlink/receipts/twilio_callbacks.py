@@ -17,8 +17,8 @@ from twilio.request_validator import RequestValidator
 
 from partnerlink.deps import SessionDep, SettingsDep
 from partnerlink.problems import Forbidden
-from partnerlink.receipts.delivery import record_delivery_status
 from partnerlink.receipts.providers import TWILIO_STATUS_PATH
+from partnerlink.receipts.service import record_delivery_status
 
 router = APIRouter()
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import random
 import ssl
 import threading
 import time
@@ -38,9 +37,10 @@ from datetime import datetime, timedelta
 
 import httpcore
 import httpx
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import Table, exists, func, select
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
+from partnerlink import jobs
 from partnerlink.db.base import utcnow
 from partnerlink.partners.models import Partner
 from partnerlink.settings import Settings
@@ -65,6 +65,8 @@ DELIVERY_ERRORS = (
     httpcore.ProtocolError,
     httpcore.UnsupportedProtocol,
 )
+
+_events: Table = WebhookEvent.__table__  # type: ignore[assignment]
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -134,7 +136,7 @@ def _candidates(session: Session, now: datetime) -> list[tuple[int, str, int]]:
         .where(
             WebhookEvent.status == PENDING,
             WebhookEvent.next_attempt_at <= now,
-            (WebhookEvent.lease_until.is_(None)) | (WebhookEvent.lease_until < now),
+            jobs.lease_is_free(_events, now),
             ~exists(
                 select(earlier.seq).where(
                     earlier.queue == WebhookEvent.queue,
@@ -174,31 +176,29 @@ def _chosen(session: Session, now: datetime, limit: int) -> list[int]:
 
 def _claim(sessions: sessionmaker[Session], settings: Settings, limit: int) -> list[_Claimed]:
     now = utcnow()
-    lease_until = now + timedelta(seconds=LEASE_SECONDS)
     with sessions.begin() as session:
         chosen = _chosen(session, now, limit)
         if not chosen:
             return []
-        # Claimed only if still free: another worker's claim in between wins (PostgreSQL
-        # re-checks the condition on the row it waited for; SQLite writes one at a time).
-        rows = session.execute(
-            update(WebhookEvent)
-            .where(
-                WebhookEvent.seq.in_(chosen),
-                WebhookEvent.status == PENDING,
-                (WebhookEvent.lease_until.is_(None)) | (WebhookEvent.lease_until < now),
-            )
-            .values(lease_until=lease_until, attempts=WebhookEvent.attempts + 1)
-            .returning(
+        # Claimed only if still free: another worker's claim in between wins (its rows are
+        # skipped on PostgreSQL; SQLite writes one at a time).
+        rows = jobs.claim_due(
+            session,
+            _events,
+            due=WebhookEvent.seq.in_(chosen) & (WebhookEvent.status == PENDING),
+            order_by=[WebhookEvent.seq],
+            limit=len(chosen),
+            lease_seconds=LEASE_SECONDS,
+            now=now,
+            returning=[
                 WebhookEvent.seq,
                 WebhookEvent.event_id,
                 WebhookEvent.body,
                 WebhookEvent.partner_id,
                 WebhookEvent.attempts,
                 WebhookEvent.created_at,
-            )
-            .execution_options(synchronize_session=False)
-        ).all()
+            ],
+        )
         if not rows:
             return []
         partners = {
@@ -229,7 +229,7 @@ def _claim(sessions: sessionmaker[Session], settings: Settings, limit: int) -> l
             ),
             attempts=row.attempts,
             created_at=row.created_at,
-            lease_until=lease_until,
+            lease_until=row.lease_until,
         )
         for row in sorted(rows, key=lambda row: row.seq)
     ]
@@ -319,19 +319,22 @@ def _record(
     error: str | None,
 ) -> None:
     now = utcnow()
-    values: dict[str, object] = {"lease_until": None, "last_status_code": status_code}
+    values: dict[str, object] = {"last_status_code": status_code}
     if event.url is not None:
         values["url"] = event.url  # where the last attempt went, for the delivery log
     if status_code is not None and 200 <= status_code < 300:
         values.update(status=DELIVERED, delivered_at=now, last_error=None)
     else:
         values["last_error"] = (error or f"HTTP {status_code}")[:500]
-        if now >= event.created_at + GIVE_UP_AFTER:
+        if jobs.gave_up(event.created_at, now, GIVE_UP_AFTER.total_seconds()):
             values["status"] = FAILED
             log.warning("webhook %s given up after %d attempts", event.event_id, event.attempts)
         else:
+            first = settings.webhook_retry_seconds
             values["next_attempt_at"] = now + timedelta(
-                seconds=backoff_seconds(settings.webhook_retry_seconds, event.attempts)
+                seconds=jobs.backoff_seconds(
+                    event.attempts, base=first, cap=first * MAX_BACKOFF_FACTOR
+                )
             )
     with sessions.begin() as session:
         current_url = session.scalar(
@@ -339,16 +342,6 @@ def _record(
         )
         if "next_attempt_at" in values and current_url != event.url:
             values["next_attempt_at"] = now  # the URL changed meanwhile: try the new one now
-        session.execute(
-            update(WebhookEvent)
-            .where(WebhookEvent.seq == event.seq, WebhookEvent.lease_until == event.lease_until)
-            .values(**values)
-            .execution_options(synchronize_session=False)
+        jobs.record_if_leased(
+            session, _events, row_id=event.seq, lease_until=event.lease_until, values=values
         )
-
-
-def backoff_seconds(first: float, attempts: int) -> float:
-    """The wait after the n-th failed attempt: first, then doubling, plus up to a quarter
-    of jitter so that receivers coming back are not hit by every sender at once."""
-    delay = min(first * MAX_BACKOFF_FACTOR, first * 2 ** max(0, attempts - 1))
-    return delay + random.uniform(0, delay / 4)
