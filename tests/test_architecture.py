@@ -55,12 +55,16 @@ ALLOWED: dict[str, frozenset[str]] = {
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "console customers db deps merchant orders problems stores web",
-        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
+        "destinations": (
+            "audiences console customers db deps measurement merchant orders partners problems"
+            " security settings stores web"
+        ),
+        "models": "audiences connect customers db destinations measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "customers orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
-        "cli": "__init__ audiences db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
+        "worker": "customers destinations orders receipts settings webhooks",
+        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
+        "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",
     }.items()

@@ -30,6 +30,7 @@ from partnerlink.console.app import console_mount, create_console_app
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.destinations import merchant_api as destinations_merchant_api
 from partnerlink.measurement import api as measurement_api
 from partnerlink.measurement import web as measurement_web
 from partnerlink.merchant import api as merchant_api
@@ -167,6 +168,7 @@ def _include_routers(app: FastAPI) -> None:
         orders_merchant_api.router,
         audiences_api.router,
         measurement_api.router,
+        destinations_merchant_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
