@@ -32,6 +32,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "ops": "problems db deps settings",
         "deps": "settings problems db",
         "db": "settings problems",
+        # Background jobs over domain rows (claim, lease, backoff): below every domain.
+        "jobs": "db settings",
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
         "partners": "db problems security settings",
