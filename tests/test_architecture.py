@@ -58,8 +58,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "console customers db deps merchant orders problems stores web",
         "destinations": (
-            "audiences console customers db deps measurement merchant orders partners problems"
-            " security settings stores web"
+            "audiences console customers db deps jobs measurement merchant orders partners"
+            " problems security settings stores web"
         ),
         "models": "audiences connect customers db destinations measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.

@@ -165,3 +165,18 @@ def disconnect(session: Session, destination: Destination) -> None:
     """Syncing stops; the row goes, and its sealed credentials and records with it."""
     session.delete(destination)
     session.flush()
+
+
+def every_destination(session: Session) -> list[Destination]:
+    """Every profile's destinations (the operator's list)."""
+    statement = select(Destination).order_by(Destination.profile_id, Destination.created_at)
+    return list(session.scalars(statement))
+
+
+def by_id(session: Session, destination_id: str) -> Destination:
+    if not looks_like_id(destination_id):
+        raise UnknownDestination()
+    destination = session.get(Destination, destination_id)
+    if destination is None:
+        raise UnknownDestination()
+    return destination
