@@ -55,6 +55,11 @@ ALLOWED: dict[str, frozenset[str]] = {
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "console customers db deps merchant orders problems stores web",
+        # Ad platforms: clients (meta, google), identifiers from audiences' normalization.
+        "destinations": (
+            "audiences console customers db deps measurement merchant orders problems receipts"
+            " security settings stores web"
+        ),
         "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
