@@ -57,9 +57,11 @@ ALLOWED: dict[str, frozenset[str]] = {
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "console customers db deps merchant orders problems stores web",
+        # Ad platforms: clients (meta, google), identifiers from audiences' normalization,
+        # the sync engine over the jobs leases.
         "destinations": (
             "audiences console customers db deps jobs measurement merchant orders partners"
-            " problems security settings stores web"
+            " problems receipts security settings stores web"
         ),
         "models": "audiences connect customers db destinations measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.

@@ -1,1 +1,1 @@
-"""Ad platforms (CONTRACT.md §11): audiences and sales sent where the ads run."""
+"""Ad-platform destinations: audiences and sales sent where the ads run (CONTRACT §11)."""
