@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     google_datamanager_url: str = "https://datamanager.googleapis.com"
     google_token_url: str = "https://oauth2.googleapis.com/token"
     ad_sync_seconds: float = Field(900, gt=0)
+    # Each platform request's read/write limit: a hanging platform holds one sync thread
+    # for at most this long (tests shorten it).
+    ad_request_timeout_seconds: float = Field(30, gt=0)
 
     @field_validator("database_url")
     @classmethod

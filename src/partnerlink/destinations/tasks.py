@@ -30,18 +30,22 @@ POOL_THREADS = 4
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-_http: httpx.Client | None = None
+_http: dict[float, httpx.Client] = {}
 _in_flight: set[Future[Outcome]] = set()
 
 
-def _shared() -> tuple[ThreadPoolExecutor, httpx.Client]:
-    global _pool, _http
+def _shared(settings: Settings) -> tuple[ThreadPoolExecutor, httpx.Client]:
+    """The worker's thread pool, and one HTTP client (its connection pool) per timeout."""
+    global _pool
+    timeout = settings.ad_request_timeout_seconds
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="ad-sync")
-        if _http is None:
-            _http = platform_client()
-        return _pool, _http
+        if timeout not in _http:
+            _http[timeout] = platform_client(
+                connect_seconds=min(5.0, timeout), request_seconds=timeout
+            )
+        return _pool, _http[timeout]
 
 
 def _forget(future: Future[Outcome]) -> None:
@@ -52,7 +56,7 @@ def _forget(future: Future[Outcome]) -> None:
 def _sync_logged(
     sessions: sessionmaker[Session], settings: Settings, destination_id: str, lease: datetime
 ) -> Outcome:
-    pool, http = _shared()
+    _pool_unused, http = _shared(settings)
     outcome = sync_destination(sessions, settings, destination_id, lease, http)
     log.info("destination %s: %s", destination_id, outcome.result)
     return outcome
@@ -60,7 +64,7 @@ def _sync_logged(
 
 def sync_due_destinations(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Claims due destinations and starts their syncs; answers how many it started."""
-    pool, _http_client = _shared()
+    pool, _http_client = _shared(settings)
     with _lock:
         idle = POOL_THREADS - len(_in_flight)
     if idle <= 0:
@@ -91,5 +95,5 @@ def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id
         )
     if row is None:
         return Outcome(destination_id, "busy")
-    _pool_unused, http = _shared()
+    _pool_unused, http = _shared(settings)
     return sync_destination(sessions, settings, destination_id, row.lease_until, http)
