@@ -33,7 +33,9 @@ def run_worker(app: FastAPI, settings: Settings) -> int:
     return started
 
 
-def meta_audience(segment: str = "all", audience_id: str = fake_meta.AUDIENCE_ID, **extra: Any) -> dict[str, Any]:
+def meta_audience(
+    segment: str = "all", audience_id: str = fake_meta.AUDIENCE_ID, **extra: Any
+) -> dict[str, Any]:
     return {
         "platform": "meta",
         "kind": "audience",
@@ -107,6 +109,8 @@ class Destinations:
         assert response.status_code == 202, response.text
 
     def patch(self, destination_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.client.patch(f"{self.base}/{destination_id}", json=body, headers=self.headers)
+        response = self.client.patch(
+            f"{self.base}/{destination_id}", json=body, headers=self.headers
+        )
         assert response.status_code == 200, response.text
         return dict(response.json()["destination"])

@@ -80,7 +80,9 @@ def test_meta_audience_first_all_then_only_the_difference(
     owner: dict[str, str],
 ) -> None:
     meta, _google = servers
-    ana = add_customer(session, shop.store, email="ana@example.com", first_name="Ana", city="São Paulo")
+    ana = add_customer(
+        session, shop.store, email="ana@example.com", first_name="Ana", city="São Paulo"
+    )
     bo = add_customer(session, shop.store, email="bo@example.com", phone="+16505551212")
     cy = add_customer(session, shop.store, phone="+16505550000", last_name="Cy")
     add_customer(session, shop.store, first_name="Nameless")  # no email or phone: never sent

@@ -7,7 +7,13 @@ from typing import Any
 
 import typer
 
-from partnerlink.cli.common import CommandFailed, JsonOption, load_settings, print_json, unit_of_work
+from partnerlink.cli.common import (
+    CommandFailed,
+    JsonOption,
+    load_settings,
+    print_json,
+    unit_of_work,
+)
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations.schemas import destination_json
 from partnerlink.destinations.service import UnknownDestination, by_id, every_destination

@@ -152,9 +152,9 @@ def sync_audience(
     return report
 
 
-def _rows(rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]) -> dict[int, str]:
+def _rows(
+    rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
+) -> dict[int, str]:
     return {
-        int(row[0]): sender.row(Identity(*row[1:]))
-        for row in rows
-        if not excluded(int(row[0]))
+        int(row[0]): sender.row(Identity(*row[1:])) for row in rows if not excluded(int(row[0]))
     }

@@ -75,13 +75,11 @@ def _load(sessions: sessionmaker[Session], destination_id: str) -> Destination |
         return destination
 
 
-def _record(
-    sessions: sessionmaker[Session], lease: Lease, values: dict[str, Any]
-) -> bool:
+def _record(sessions: sessionmaker[Session], lease: Lease, values: dict[str, Any]) -> bool:
     with sessions.begin() as session:
         return record_if_leased(
             session,
-            Destination.__table__,
+            queries.destinations,
             row_id=lease.destination_id,
             lease_until=lease.until,
             values={**values, "sync_requested": False, "updated_at": utcnow()},
@@ -141,7 +139,9 @@ def sync_destination(
         return _failed(sessions, settings, destination, lease, error)
     except Exception:
         log.exception("sync of destination %s failed; will retry", destination_id)
-        _record(sessions, lease, _retry(settings, destination, "internal", "The sync failed.", None))
+        _record(
+            sessions, lease, _retry(settings, destination, "internal", "The sync failed.", None)
+        )
         return Outcome(destination_id, "retry")
     now = utcnow()
     values: dict[str, Any] = {

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
-from partnerlink.destinations.models import Destination
+from partnerlink.destinations import queries
 from partnerlink.jobs import renew_lease
 
 LEASE_SECONDS = 300.0  # renewed with every batch recorded
@@ -28,7 +28,7 @@ class Lease:
         the destination."""
         renewed = renew_lease(
             session,
-            Destination.__table__,
+            queries.destinations,
             row_id=self.destination_id,
             lease_until=self.until,
             lease_seconds=LEASE_SECONDS,

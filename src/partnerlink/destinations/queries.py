@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Table, and_, delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -27,9 +27,9 @@ from partnerlink.orders.models import Order
 from partnerlink.partners.models import Partner
 from partnerlink.stores.models import Store
 
-destinations = Destination.__table__
-members = DestinationMember.__table__
-conversions = DestinationConversion.__table__
+destinations: Table = Destination.__table__  # type: ignore[assignment]
+members: Table = DestinationMember.__table__  # type: ignore[assignment]
+conversions: Table = DestinationConversion.__table__  # type: ignore[assignment]
 orders = Order.__table__
 customers = Customer.__table__
 stores = Store.__table__
@@ -38,9 +38,7 @@ partners = Partner.__table__
 CONVERSION_DAYS = 62  # an order older than this when sent is not sent (CONTRACT §11)
 
 
-def claim(
-    session: Session, *, now: datetime, limit: int, lease_seconds: float
-) -> list[Any]:
+def claim(session: Session, *, now: datetime, limit: int, lease_seconds: float) -> list[Any]:
     """Destinations due for a sync (their time came, or a sync was asked for), leased.
 
     One waiting for new credentials is due only when a sync is asked for."""
@@ -184,7 +182,11 @@ def conversions_due(
 
 
 def remember_conversions(
-    connection: Connection, destination_id: str, profile_id: str, order_ids: Sequence[int], now: datetime
+    connection: Connection,
+    destination_id: str,
+    profile_id: str,
+    order_ids: Sequence[int],
+    now: datetime,
 ) -> None:
     if order_ids:
         connection.execute(

@@ -19,7 +19,11 @@ from partnerlink.audiences.service import DESCRIPTIONS
 from partnerlink.console.deps import ConsoleForm, ConsoleRoute, ConsoleUser, SignedIn, console_page
 from partnerlink.destinations import service
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
-from partnerlink.destinations.schemas import CREDENTIAL_FIELDS, destination_json, destination_request
+from partnerlink.destinations.schemas import (
+    CREDENTIAL_FIELDS,
+    destination_json,
+    destination_request,
+)
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.problems import ValidationFailed
 from partnerlink.web.routing import PageSessionDep
