@@ -1,16 +1,19 @@
-"""Request-scoped dependencies shared by every domain: the session and the settings."""
+"""Request-scoped dependencies shared by every domain: the session, the settings, a list's
+page parameters."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 from weakref import WeakKeyDictionary
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from sqlalchemy.orm import Session
 
 from partnerlink.db.engine import committed_session
+from partnerlink.db.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from partnerlink.settings import Settings
 
 _gates: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
@@ -70,3 +73,27 @@ def get_settings(request: Request) -> Settings:
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """A list's `limit` and `cursor` query parameters (CONTRACT.md §13)."""
+
+    limit: int
+    cursor: str | None
+
+
+def page_request(
+    limit: Annotated[
+        int,
+        Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page: 1 to 1,000 (default 100)."),
+    ] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[
+        str | None,
+        Query(description="The previous page's `nextCursor`; absent for the first page."),
+    ] = None,
+) -> PageRequest:
+    return PageRequest(limit=limit, cursor=cursor or None)
+
+
+PageDep = Annotated[PageRequest, Depends(page_request)]

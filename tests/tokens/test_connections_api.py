@@ -73,7 +73,7 @@ def test_revocation_shows_as_revoked_in_the_merchant_view(
     shop = create_connected_store(session)
     client.post("/v1/auth/revoke", params=credentials(shop) | {"token": shop.access_token})
     listed = client.get("/v1/connections", params=credentials(shop)).json()
-    assert listed == {"connections": []}
+    assert listed == {"connections": [], "nextCursor": None}
 
 
 def test_another_partners_or_unknown_token_answers_200_and_changes_nothing(

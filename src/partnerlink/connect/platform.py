@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from partnerlink.db.pages import Page, keyset_page
 from partnerlink.partners.models import Partner
 from partnerlink.security.secrets import digest
 from partnerlink.tokens.models import Connection, Token
@@ -54,12 +55,20 @@ def token_status(session: Session, *, caller: ConnectedStore, token: str) -> Tok
     return TokenStatus(store_id=caller.store_id, pos_type=row[1], method=row[0], expires_at=row[2])
 
 
-def live_connections(session: Session, *, partner: Partner) -> list[Connection]:
-    """The partner's connections that are not revoked, oldest first."""
-    return list(
-        session.scalars(
-            select(Connection)
-            .where(Connection.partner_id == partner.id, Connection.revoked_at.is_(None))
-            .order_by(Connection.created_at, Connection.id)
-        )
+def live_connections(
+    session: Session, *, partner: Partner, limit: int, cursor: str | None
+) -> Page[Connection]:
+    """A page of the partner's connections that are not revoked, oldest first.
+
+    Keyed by (createdAt, id): a connection opened between two pages is newer than every
+    one already shown, so it comes on a later page and none is shown twice or skipped.
+    """
+    return keyset_page(
+        session,
+        select(Connection).where(
+            Connection.partner_id == partner.id, Connection.revoked_at.is_(None)
+        ),
+        key=(Connection.created_at, Connection.id),
+        limit=limit,
+        cursor=cursor,
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from partnerlink.connect import platform
 from partnerlink.connect.api import CREDENTIALS_REFUSED, ClientId, ClientSecret, client_partner
 from partnerlink.connect.schemas import example_of, timestamp
-from partnerlink.deps import SessionDep
+from partnerlink.deps import PageDep, SessionDep
 from partnerlink.problems import InvalidToken, field_problem, problem_responses
 from partnerlink.tokens.deps import CurrentStore, LegacyAccessToken, presented_access_token
 
@@ -64,13 +64,17 @@ class ConnectionList(BaseModel):
                             "method": "pairing",
                             "createdAt": "2026-04-01T09:15:00.000Z",
                         }
-                    ]
+                    ],
+                    "nextCursor": None,
                 }
             ]
         }
     )
 
     connections: list[ConnectionOut]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 @router.post(
@@ -129,15 +133,21 @@ def token_status(
     summary="List your live connections",
     description=(
         "Your connections that are not revoked, oldest first: one per connected store. "
-        "`connectionId` is the id the merchant sees in the merchant API."
+        "`connectionId` is the id the merchant sees in the merchant API. Pages of `limit` "
+        "(default 100, at most 1,000): pass `nextCursor` as `cursor` for the next page, until "
+        "it is null. A connection opened meanwhile comes on a later page; none repeats."
     ),
     response_model=ConnectionList,
-    responses=example_of(ConnectionList) | problem_responses(*CREDENTIALS_REFUSED),
+    responses=example_of(ConnectionList)
+    | problem_responses(*CREDENTIALS_REFUSED, field_problem("cursor", "not a cursor of this list")),
 )
 def list_connections(
-    session: SessionDep, client_id: ClientId, client_secret: ClientSecret
+    session: SessionDep, client_id: ClientId, client_secret: ClientSecret, page: PageDep
 ) -> ConnectionList:
     partner = client_partner(session, client_id, client_secret)
+    connections = platform.live_connections(
+        session, partner=partner, limit=page.limit, cursor=page.cursor
+    )
     return ConnectionList(
         connections=[
             ConnectionOut(
@@ -146,6 +156,7 @@ def list_connections(
                 method=connection.method,
                 createdAt=timestamp(connection.created_at),
             )
-            for connection in platform.live_connections(session, partner=partner)
-        ]
+            for connection in connections.items
+        ],
+        nextCursor=connections.next_cursor,
     )

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.deps import PageDep, SessionDep, SettingsDep
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
 from partnerlink.measurement.schemas import CampaignIn, TouchesIn
@@ -40,10 +40,19 @@ def post_campaign(
 
 
 @router.get("/profiles/{profileId}/campaigns")
-def get_campaigns(profileId: str, merchant: CurrentMerchant, session: SessionDep) -> dict[str, Any]:
+def get_campaigns(
+    profileId: str, merchant: CurrentMerchant, session: SessionDep, page: PageDep
+) -> dict[str, Any]:
+    """Oldest first, in pages of `limit`; `nextCursor` (null on the last page) is the next
+    page's `cursor`."""
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    campaigns = service.list_campaigns(session, profile_id=profile.id)
-    return {"campaigns": [service.campaign_json(c) for c in campaigns]}
+    campaigns = service.campaign_page(
+        session, profile_id=profile.id, limit=page.limit, cursor=page.cursor
+    )
+    return {
+        "campaigns": [service.campaign_json(c) for c in campaigns.items],
+        "nextCursor": campaigns.next_cursor,
+    }
 
 
 @router.post("/profiles/{profileId}/touches")

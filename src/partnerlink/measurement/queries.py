@@ -25,6 +25,11 @@ def campaigns_of(profile_id: str) -> Select[Campaign]:
     )
 
 
+def campaigns_unordered(profile_id: str) -> Select[Campaign]:
+    """The profile's campaigns, for a caller that picks the order (a page's key)."""
+    return select(Campaign).where(Campaign.profile_id == profile_id)
+
+
 def campaign_ids(profile_id: str, wanted: Iterable[str]) -> Select[str]:
     return select(Campaign.campaign_id).where(
         Campaign.profile_id == profile_id, Campaign.campaign_id.in_(list(wanted))

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.db.pages import Page, keyset_page
 from partnerlink.db.raw import as_sql
 from partnerlink.measurement import queries
 from partnerlink.measurement.models import Campaign
@@ -57,6 +58,20 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def list_campaigns(session: Session, *, profile_id: str) -> list[Campaign]:
     return list(session.scalars(queries.campaigns_of(profile_id)))
+
+
+def campaign_page(
+    session: Session, *, profile_id: str, limit: int, cursor: str | None
+) -> Page[Campaign]:
+    """A page of the profile's campaigns in creation order: keyed by the growing integer
+    id, so a campaign created between two pages comes on a later one (CONTRACT.md §13)."""
+    return keyset_page(
+        session,
+        queries.campaigns_unordered(profile_id),
+        key=(Campaign.id,),
+        limit=limit,
+        cursor=cursor,
+    )
 
 
 def create_campaign(
