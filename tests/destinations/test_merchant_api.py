@@ -223,3 +223,29 @@ def test_patch_refusals_change_nothing(
     session.rollback()
     assert after == before
     assert client.get(path, headers=owner).json()["destination"]["segment"] == "buyers"
+
+
+def test_the_list_pages_with_cursors(
+    client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    made = [
+        client.post(_base(shop), json={**META_AUDIENCE, "segment": segment}, headers=owner).json()[
+            "destination"
+        ]["id"]
+        for segment in ("all", "buyers", "new", "repeat", "lapsed")
+    ]
+    seen: list[str] = []
+    cursor = None
+    while True:
+        query = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = client.get(_base(shop), params=query, headers=owner).json()
+        assert len(page["destinations"]) <= 2
+        seen += [d["id"] for d in page["destinations"]]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == made
+    whole = client.get(_base(shop), headers=owner).json()
+    assert whole["nextCursor"] is None and len(whole["destinations"]) == 5
+    bad = client.get(_base(shop), params={"cursor": "nonsense"}, headers=owner)
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_field"

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
 
-from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.deps import PageDep, SessionDep, SettingsDep
 from partnerlink.destinations import service
 from partnerlink.destinations.schemas import destination_json, destination_request
 from partnerlink.merchant.deps import CurrentMerchant
@@ -40,10 +40,16 @@ def post_destination(
 
 @router.get("/profiles/{profileId}/destinations", responses=RESPONSES)
 def list_destinations(
-    profileId: str, merchant: CurrentMerchant, session: SessionDep
+    profileId: str, merchant: CurrentMerchant, session: SessionDep, page: PageDep
 ) -> dict[str, Any]:
+    """Oldest first, in pages of `limit`; `nextCursor` (null on the last page) is the next
+    page's `cursor`."""
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    return {"destinations": [destination_json(d) for d in service.of_profile(session, profile.id)]}
+    found = service.page_of_profile(session, profile.id, limit=page.limit, cursor=page.cursor)
+    return {
+        "destinations": [destination_json(d) for d in found.items],
+        "nextCursor": found.next_cursor,
+    }
 
 
 @router.get("/profiles/{profileId}/destinations/{destinationId}", responses=RESPONSES)

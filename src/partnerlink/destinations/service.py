@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import new_id, utcnow
+from partnerlink.db.pages import Page, keyset_page
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, PENDING, Destination
 from partnerlink.destinations.schemas import (
     DestinationRequest,
@@ -101,6 +102,19 @@ def of_profile(session: Session, profile_id: str) -> list[Destination]:
         .order_by(Destination.created_at, Destination.id)
     )
     return list(session.scalars(statement))
+
+
+def page_of_profile(
+    session: Session, profile_id: str, *, limit: int, cursor: str | None
+) -> Page[Destination]:
+    """Oldest first (created, then id): a destination made between two pages comes last."""
+    return keyset_page(
+        session,
+        select(Destination).where(Destination.profile_id == profile_id),
+        key=[Destination.created_at, Destination.id],
+        limit=limit,
+        cursor=cursor,
+    )
 
 
 def find(session: Session, *, profile_id: str, destination_id: str) -> Destination:
