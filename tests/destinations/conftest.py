@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from partnerlink.destinations.google import GoogleClient, GoogleCredentials, TokenCache
+from partnerlink.destinations.google import GoogleClient
+from partnerlink.destinations.google_oauth import GoogleCredentials, TokenCache
 from partnerlink.destinations.meta import MetaClient
 from tests.destinations import fake_google, fake_meta
 from tests.destinations.fake_google import FakeGoogle
