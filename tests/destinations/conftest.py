@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.destinations.google import GoogleClient, GoogleCredentials, TokenCache
+from partnerlink.destinations.google import GoogleClient
+from partnerlink.destinations.google_oauth import GoogleCredentials, TokenCache
 from partnerlink.destinations.meta import MetaClient
 from tests.destinations import fake_google, fake_meta
 from tests.destinations.fake_google import FakeGoogle

@@ -100,17 +100,16 @@ class FakeGoogle(FakeServer):
     def handle(self, request: Request) -> Answer:
         if request.method != "POST":
             return google_error(404, "NOT_FOUND", "Method not found.")
-        if request.path == "/token":
+        path = request.path.split("?", 1)[0]  # system parameters ($alt) do not change the route
+        if path == "/token":
             return self._token(request)
         route = {
             "/v1/audienceMembers:ingest": ("audienceMembers", "add"),
             "/v1/audienceMembers:remove": ("audienceMembers", "remove"),
             "/v1/events:ingest": ("events", "add"),
-        }.get(request.path)
+        }.get(path)
         if route is None:
-            return google_error(
-                404, "NOT_FOUND", f"The requested URL {request.path} was not found."
-            )
+            return google_error(404, "NOT_FOUND", f"The requested URL {path} was not found.")
         authorization = request.headers.get("authorization", "")
         if not authorization.startswith("Bearer ") or authorization[7:] not in self.access_tokens:
             return google_error(

@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from partnerlink.destinations.google import (
-    GoogleClient,
-    GoogleCredentials,
-    GoogleTarget,
-    TokenCache,
-    google_purchase_event,
-)
+from partnerlink.destinations.google import GoogleClient, GoogleTarget, google_purchase_event
+from partnerlink.destinations.google_oauth import GoogleCredentials, TokenCache
 from partnerlink.destinations.platform import PlatformError, platform_client
 from tests.destinations import fake_google
 from tests.destinations.fake_google import (

@@ -130,8 +130,7 @@ def meta_line(row: CustomerRow) -> str:
 
 
 def google_line(row: CustomerRow) -> str:
-    email, phone, first_name, last_name, _city, country = row[:6]
-    postal_code = row[6] if len(row) > 6 else None
+    email, phone, first_name, last_name, _city, country, postal_code = row[:7]
     return ",".join(
         (
             hashed(normalized_email(email)),

@@ -27,6 +27,12 @@ class CustomerRecord(BaseModel):
     lastName: str | None = None
     city: str | None = None
     countryCode: str | None = Field(None, examples=["US"])
+    postalCode: str | None = Field(
+        None,
+        max_length=16,
+        description="Stored trimmed; a match key for Google's audiences.",
+        examples=["94105"],
+    )
 
 
 UploadStatus = Literal["received", "processing", "done", "failed"]
