@@ -17,6 +17,7 @@ from partnerlink.audiences.choices import opt_out_phone
 from partnerlink.audiences.hashing import meta_hashes
 from partnerlink.customers.models import Customer
 from partnerlink.destinations.models import DestinationMember
+from partnerlink.kit.digests import sha256_hex
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from tests.audiences.helpers import add_customer, add_order
@@ -211,11 +212,24 @@ def test_google_audience_with_consent_and_a_changed_email(
 ) -> None:
     _meta, google = servers
     kim = add_customer(session, shop.store, email="kim@example.com", phone="+16505551111")
-    add_customer(session, shop.store, phone="+16505552222")
+    add_customer(
+        session,
+        shop.store,
+        phone="+16505552222",
+        first_name="Lou",
+        last_name="Reed",
+        postal_code="94105-1234",
+    )
     created = api.create(google_audience())
     run_worker(app, worker_settings)
     members = google.members()
     assert len(members) == 2
+    # An address only when first name, last name, country and postal code are known;
+    # its region and postal code travel plain, the names hashed.
+    addresses = [i["address"] for m in members for i in m["userIdentifiers"] if "address" in i]
+    assert len(addresses) == 1
+    assert addresses[0]["regionCode"] == "US" and addresses[0]["postalCode"] == "94105"
+    assert addresses[0]["familyName"] == sha256_hex("reed")
     body = google.bodies[0]
     assert body["consent"] == {
         "adUserData": "CONSENT_GRANTED",

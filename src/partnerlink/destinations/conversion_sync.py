@@ -58,6 +58,7 @@ def _sale(key: bytes, row: Any) -> Sale:
             last_name=row.last,
             city=row.city,
             country=row.country,
+            postal_code=row.postal_code,
         ),
     )
 

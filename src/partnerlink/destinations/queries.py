@@ -156,6 +156,7 @@ def conversions_due(
             func.coalesce(customers.c.last_name, orders.c.customer_last_name).label("last"),
             customers.c.city,
             func.coalesce(customers.c.country_code, stores.c.country_code).label("country"),
+            customers.c.postal_code,
         )
         .select_from(
             orders.join(stores, stores.c.id == orders.c.store_id).outerjoin(

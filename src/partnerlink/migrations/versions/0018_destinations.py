@@ -1,14 +1,15 @@
 """Ad platforms (CONTRACT §11): destinations, the members each holds, the orders sent.
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0019 (assigned 0016; chained after the merged platforms branch's 0019 so the
+branch has one head: the lead re-chains on merge)
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0018"
-down_revision = "0016"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
