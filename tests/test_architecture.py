@@ -59,12 +59,18 @@ ALLOWED: dict[str, frozenset[str]] = {
         "apidocs": "__init__ merchant problems",
         "audiences": "customers db deps measurement merchant orders problems receipts security stores web",
         "measurement": "customers db deps merchant orders problems stores web",
-        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
+        # Ad platforms: clients (meta, google), identifiers from audiences' normalization,
+        # the sync engine over the jobs leases.
+        "destinations": (
+            "audiences customers db deps jobs measurement merchant orders partners"
+            " problems receipts security settings stores web"
+        ),
+        "models": "audiences connect customers db destinations measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "customers orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation webhooks worker",
-        "cli": "__init__ audiences db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
+        "worker": "customers destinations orders receipts settings webhooks",
+        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation webhooks worker",
+        "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",
     }.items()

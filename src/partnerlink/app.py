@@ -30,6 +30,8 @@ from partnerlink.console.app import console_mount, create_console_app
 from partnerlink.customers import api as customers_api
 from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.destinations import merchant_api as destinations_merchant_api
+from partnerlink.destinations import web as destinations_web
 from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
 from partnerlink.merchant import merchant_api
@@ -176,6 +178,7 @@ def _include_routers(app: FastAPI) -> None:
         orders_merchant_api.router,
         audiences_merchant_api.router,
         measurement_merchant_api.router,
+        destinations_merchant_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
@@ -188,7 +191,11 @@ def _include_routers(app: FastAPI) -> None:
     # The console's pages, with those of measurement and audiences, as one application of
     # its own at /merchant, with its own HTML error pages (console/app.py).
     console = create_console_app(
-        app.state, console_web.router, measurement_web.router, audiences_web.router
+        app.state,
+        console_web.router,
+        measurement_web.router,
+        audiences_web.router,
+        destinations_web.router,
     )
     app.router.routes.append(console_mount(console))
 

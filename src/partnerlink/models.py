@@ -7,6 +7,7 @@ from partnerlink.audiences.models import OptOut, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
+from partnerlink.destinations.models import Destination, DestinationConversion, DestinationMember
 from partnerlink.measurement.models import Campaign
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
 from partnerlink.orders.models import Order, Touch
@@ -22,6 +23,9 @@ __all__ = [
     "Campaign",
     "Connection",
     "Customer",
+    "Destination",
+    "DestinationConversion",
+    "DestinationMember",
     "IntegrationToken",
     "Merchant",
     "MerchantSession",

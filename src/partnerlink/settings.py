@@ -67,6 +67,16 @@ class Settings(BaseSettings):
     webhook_retry_seconds: float = Field(10.0, gt=0)
     webhook_allow_private: bool = False
 
+    # CONTRACT §11: ad platforms (tests point the URLs at local servers).
+    meta_graph_url: str = "https://graph.facebook.com"
+    meta_api_version: str = "v24.0"
+    google_datamanager_url: str = "https://datamanager.googleapis.com"
+    google_token_url: str = "https://oauth2.googleapis.com/token"
+    ad_sync_seconds: float = Field(900, gt=0)
+    # Each platform request's read/write limit: a hanging platform holds one sync thread
+    # for at most this long (tests shorten it).
+    ad_request_timeout_seconds: float = Field(30, gt=0)
+
     @field_validator("database_url")
     @classmethod
     def _use_psycopg3(cls, url: str) -> str:
@@ -97,7 +107,9 @@ class Settings(BaseSettings):
             raise ValueError(f"expected 'file' or s3://bucket/prefix, not {value!r}")
         return value
 
-    @field_validator("public_url", "connect_url", "receipt_url")
+    @field_validator(
+        "public_url", "connect_url", "receipt_url", "meta_graph_url", "google_datamanager_url"
+    )
     @classmethod
     def _strip_slash(cls, url: str | None) -> str | None:
         return url.rstrip("/") if url else url

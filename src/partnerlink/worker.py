@@ -1,4 +1,5 @@
-"""The background worker: a loop over durable rows (uploads to ingest, receipts to send).
+"""The background worker: a loop over durable rows (uploads to ingest, receipts to send,
+ad platforms to bring up to date).
 
 It runs inside the server by default and as `partnerlink worker` processes at
 scale. Each task claims its rows with an atomic UPDATE and a lease, so several
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers.storage import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
+from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.orders.conversion import reclassify_customers
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
@@ -45,6 +47,7 @@ def registered_tasks() -> list[tuple[str, Task]]:
         ("customer uploads", ingest),
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),
+        ("ad platforms", sync_due_destinations),
     ]
 
 

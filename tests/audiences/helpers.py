@@ -23,6 +23,7 @@ def add_customer(
     last_name: str | None = None,
     city: str | None = None,
     country_code: str | None = "US",
+    postal_code: str | None = None,
 ) -> Customer:
     customer = Customer(
         profile_id=store.profile_id,
@@ -32,6 +33,7 @@ def add_customer(
         last_name=last_name,
         city=city,
         country_code=country_code,
+        postal_code=postal_code,
     )
     session.add(customer)
     session.commit()

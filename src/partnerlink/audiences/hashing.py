@@ -1,19 +1,26 @@
-"""Identifier normalization and SHA-256 for the ad platforms' customer-list files.
+"""Identifier normalization and SHA-256 for the ad platforms, written once (CONTRACT §8, §11).
 
-Meta Custom Audiences (header `email,phone,fn,ln,ct,country`): every value hashed;
-phone as digits with the country code and no `+`; names lower-cased and trimmed;
-city lower-cased with spaces removed; country lower-case ISO 3166-1 alpha-2.
-Google Customer Match (header `Email,Phone,First Name,Last Name,Country,Zip`):
-email, phone (E.164 with `+`) and names hashed; country plain alpha-2; zip empty.
-Hashes are lower-case hex SHA-256 of the UTF-8 bytes (CONTRACT.md §8).
+The customer-list files (`audiences` export) and the platforms' APIs (`destinations`)
+both take their values from here, so that a person hashes the same way in a file a
+merchant uploads by hand and in a sync.
+
+- email: trimmed, lower-cased.
+- phone: Meta wants the digits with the country code and no `+`; Google E.164 with `+`.
+- first and last name, city: lower-cased, whitespace and punctuation (and symbols)
+  removed, letters of every script kept (Unicode NFC, hashed as UTF-8):
+  `Mary-Ann` → `maryann`, `São Paulo` → `sãopaulo`, `Zoë` → `zoë`.
+- country: ISO 3166-1 alpha-2, lower case for Meta's hash, upper case where Google
+  takes it plain (`regionCode`, the file's `Country`).
+- postal code: plain for Google, trimmed; a US code keeps its first five digits.
+Hashes are lower-case hex SHA-256 of the UTF-8 bytes.
 
 Customers are stored normalized already (email trimmed and lower-cased, phone in
-E.164, CONTRACT §6), so each rule here is the last step only.
+E.164, CONTRACT §6), so the email and phone rules are the last step only.
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -22,18 +29,22 @@ from partnerlink.kit.digests import sha256_hex
 META_HEADER = "email,phone,fn,ln,ct,country"
 GOOGLE_HEADER = "Email,Phone,First Name,Last Name,Country,Zip"
 
-_WHITESPACE = re.compile(r"\s+")
-
-# A customer row as exported: email, phone (E.164), first name, last name, city, country.
+# A customer row as exported: email, phone (E.164), first name, last name, city,
+# country, postal code.
 CustomerRow = Sequence[str | None]
 
+# Unicode categories a name or city keeps: letters, combining marks (which many
+# scripts need to spell a letter) and digits. Whitespace (Z*), punctuation (P*),
+# symbols (S*) and control characters (C*) go.
+_KEPT = frozenset({"L", "M", "N"})
 
-def _hashed(value: str | None) -> str:
+
+def hashed(value: str | None) -> str:
     return sha256_hex(value) if value else ""
 
 
 @lru_cache(maxsize=65_536)
-def _hashed_common(value: str | None) -> str:
+def hashed_common(value: str | None) -> str:
     """For values many customers share (first names, cities, countries): hashed once."""
     return sha256_hex(value) if value else ""
 
@@ -47,9 +58,9 @@ def meta_phone(e164: str | None) -> str | None:
     """`+1 650-555-1212` → `16505551212`: digits only, country code first, no `+`."""
     if not e164:
         return None
-    if e164[0] == "+" and e164[1:].isdigit():  # the stored form: the common case
+    if e164[0] == "+" and e164[1:].isascii() and e164[1:].isdigit():  # the stored form
         return e164[1:]
-    digits = "".join(ch for ch in e164 if ch.isdigit()).lstrip("0")
+    digits = "".join(ch for ch in e164 if ch.isascii() and ch.isdigit()).lstrip("0")
     return digits or None
 
 
@@ -58,14 +69,24 @@ def google_phone(e164: str | None) -> str | None:
     return f"+{digits}" if digits else None
 
 
+@lru_cache(maxsize=65_536)
+def _letters_only(text: str) -> str:
+    folded = unicodedata.normalize("NFC", text).lower()
+    if folded.isascii() and folded.isalnum():  # the common case: nothing to remove
+        return folded
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] in _KEPT)
+
+
 def normalized_name(name: str | None) -> str | None:
-    value = (name or "").strip().lower()
-    return value or None
+    """`  Mary-Ann O'Neil ` → `maryannoneil`; letters of every script kept."""
+    if not name:
+        return None
+    return _letters_only(name) or None
 
 
 def meta_city(city: str | None) -> str | None:
-    value = _WHITESPACE.sub("", city or "").lower()
-    return value or None
+    """`São Paulo` → `sãopaulo`, `St. Louis` → `stlouis`."""
+    return normalized_name(city)
 
 
 def meta_country(country: str | None) -> str | None:
@@ -73,31 +94,61 @@ def meta_country(country: str | None) -> str | None:
     return value or None
 
 
-def _hashed_person(row: CustomerRow, phone: Callable[[str | None], str | None]) -> list[str]:
-    """The four columns both files share: email, phone (in the file's own form), names."""
+def google_country(country: str | None) -> str | None:
+    value = (country or "").strip().upper()
+    return value or None
+
+
+def google_postal_code(postal_code: str | None, country: str | None) -> str | None:
+    """Plain, trimmed; a US code keeps its first five digits (`94105-1234` → `94105`).
+    No country's postal code holds anything but letters, digits, spaces and hyphens: a
+    value with other characters is no postal code and is left out (so none can turn
+    into a spreadsheet formula or a second CSV cell)."""
+    value = (postal_code or "").strip()
+    if not all(ch.isascii() and (ch.isalnum() or ch in " -") for ch in value):
+        return None
+    if value and google_country(country) == "US":
+        value = "".join(ch for ch in value if ch.isascii() and ch.isdigit())[:5]
+    return value or None
+
+
+def _hashed_person(
+    row: CustomerRow, phone: Callable[[str | None], str | None]
+) -> tuple[str, str, str, str]:
+    """The four values both platforms hash alike: email, phone (in the platform's own
+    form), first and last name."""
     email, phone_number, first_name, last_name = row[:4]
-    return [
-        _hashed(normalized_email(email)),
-        _hashed(phone(phone_number)),
-        _hashed_common(normalized_name(first_name)),
-        _hashed(normalized_name(last_name)),
-    ]
-
-
-def meta_line(row: CustomerRow) -> str:
-    city, country = row[4], row[5]
-    return ",".join(
-        [
-            *_hashed_person(row, meta_phone),
-            _hashed_common(meta_city(city)),
-            _hashed_common(meta_country(country)),
-        ]
+    return (
+        hashed(normalized_email(email)),
+        hashed(phone(phone_number)),
+        hashed_common(normalized_name(first_name)),
+        hashed(normalized_name(last_name)),
     )
 
 
+def meta_hashes(row: CustomerRow) -> tuple[str, str, str, str, str, str]:
+    """The six values of Meta's schema EMAIL, PHONE, FN, LN, CT, COUNTRY; "" when unknown."""
+    city, country = row[4], row[5]
+    return (
+        *_hashed_person(row, meta_phone),
+        hashed_common(meta_city(city)),
+        hashed_common(meta_country(country)),
+    )
+
+
+def meta_line(row: CustomerRow) -> str:
+    return ",".join(meta_hashes(row))
+
+
 def google_line(row: CustomerRow) -> str:
-    country = row[5]
-    return ",".join([*_hashed_person(row, google_phone), (country or "").strip().upper(), ""])
+    country, postal_code = row[5], row[6]
+    return ",".join(
+        (
+            *_hashed_person(row, google_phone),
+            google_country(country) or "",
+            google_postal_code(postal_code, country) or "",
+        )
+    )
 
 
 FORMATS: dict[str, tuple[str, Callable[[CustomerRow], str]]] = {

@@ -58,6 +58,7 @@ EXPORT_COLUMNS = (
     customers.c.last_name,
     customers.c.city,
     customers.c.country_code,
+    customers.c.postal_code,
 )
 
 
@@ -320,7 +321,8 @@ def export_chunk(
     after: int,
     until: int | None,
 ) -> list[Any]:
-    """(id, email, phone, first name, last name, city, country) of members in (after, until]."""
+    """(id, email, phone, first name, last name, city, country, postal code) of members in
+    (after, until]."""
     in_chunk = [customers.c.id > after]
     if until is not None:
         in_chunk.append(customers.c.id <= until)

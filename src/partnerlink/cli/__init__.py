@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from partnerlink.cli import db, demo, merchants, partners, serve, sms, touches, webhooks
+from partnerlink.cli import (
+    db,
+    demo,
+    destinations,
+    merchants,
+    partners,
+    serve,
+    sms,
+    touches,
+    webhooks,
+)
 from partnerlink.cli.common import CommandGroup
 
 app = typer.Typer(
@@ -21,6 +31,9 @@ app.add_typer(merchants.app, name="merchants", help="Merchant accounts.")
 app.add_typer(touches.app, name="touches", help="Ad touches used to classify conversions.")
 app.add_typer(sms.app, name="sms", help="E-receipt text messages.")
 app.add_typer(webhooks.app, name="webhooks", help="Webhook events and their delivery.")
+app.add_typer(
+    destinations.app, name="destinations", help="Ad-platform destinations (Meta, Google)."
+)
 demo.register(app)
 
 

@@ -31,7 +31,9 @@ MAX_NESTING_DEPTH = 32  # the file's own array is level 1, a record level 2
 MAX_RECORD_ITEMS = 10_000
 MAX_VALUE_BYTES = 8 * 1024 * 1024
 READ_BUFFER_BYTES = 256 * 1024
-RECORD_FIELDS = frozenset({"email", "phoneNumber", "firstName", "lastName", "city", "countryCode"})
+RECORD_FIELDS = frozenset(
+    {"email", "phoneNumber", "firstName", "lastName", "city", "countryCode", "postalCode"}
+)
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _STARTS = frozenset({"start_map", "start_array"})

@@ -18,7 +18,15 @@ from enum import Enum
 from typing import TypeVar
 
 # The columns a record carries and merges, in this order everywhere (records, SQL).
-MERGED_COLUMNS = ("email", "phone_number", "first_name", "last_name", "city", "country_code")
+MERGED_COLUMNS = (
+    "email",
+    "phone_number",
+    "first_name",
+    "last_name",
+    "city",
+    "country_code",
+    "postal_code",
+)
 # What touches match a customer by: a change re-keys the customer for measurement.
 KEY_COLUMNS = frozenset({"email", "phone_number"})
 

@@ -25,10 +25,15 @@ from partnerlink.customers.matching import LookUp, find_match
 # Positions in a normalized record and in Entity.values (same order as MERGED_COLUMNS).
 EMAIL, PHONE = 0, 1
 
-# (email, phone_number, first_name, last_name, city, country_code); None = not given.
-NormalizedRecord = tuple[str | None, str | None, str | None, str | None, str | None, str | None]
-# (id, email, phone_number, first_name, last_name, city, country_code) as stored.
-StoredRow = tuple[int, str | None, str | None, str | None, str | None, str | None, str | None]
+# (email, phone_number, first_name, last_name, city, country_code, postal_code);
+# None = not given.
+NormalizedRecord = tuple[
+    str | None, str | None, str | None, str | None, str | None, str | None, str | None
+]
+# (id, email, phone_number, first_name, last_name, city, country_code, postal_code) as stored.
+StoredRow = tuple[
+    int, str | None, str | None, str | None, str | None, str | None, str | None, str | None
+]
 
 _NEW_SEQUENCE_START = 1 << 62  # new customers sort after every stored one ("oldest" = lowest)
 

@@ -51,6 +51,8 @@ class Customer(Base):
     last_name: Mapped[str | None] = mapped_column(String(200))
     city: Mapped[str | None] = mapped_column(String(200))
     country_code: Mapped[str | None] = mapped_column(String(2))
+    # A match key for Google's audiences (CONTRACT §8); trimmed, at most 16 characters.
+    postal_code: Mapped[str | None] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

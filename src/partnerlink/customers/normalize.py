@@ -25,6 +25,7 @@ __all__ = [
     "normalize_country_code",
     "normalize_email",
     "normalize_phone",
+    "normalize_postal_code",
     "normalize_text",
     "record_refusals",
 ]
@@ -47,6 +48,7 @@ _EMAIL_RE = re.compile(
 # that have no place in a name: dropped from free text.
 _UNSTORABLE = unstorable_characters(controls=True, line_breaks=False, delete=True)
 MAX_TEXT_LENGTH = 200
+MAX_POSTAL_CODE_LENGTH = 16
 # The longest value an order takes for each field of a customer record (an order's
 # customer fields, orders/schemas.py; the city and country of its store snapshot,
 # stores/schemas.py), in characters as given.
@@ -57,6 +59,7 @@ FIELD_LIMITS = {
     "lastName": MAX_TEXT_LENGTH,
     "city": MAX_TEXT_LENGTH,
     "countryCode": 50,
+    "postalCode": MAX_POSTAL_CODE_LENGTH,
 }
 
 
@@ -94,6 +97,12 @@ def normalize_text(raw: object, max_length: int = MAX_TEXT_LENGTH) -> str | None
     if not value:
         return None
     return value[:max_length]
+
+
+def normalize_postal_code(raw: object) -> str | None:
+    """A customer's postal code (CONTRACT §8): trimmed, at most 16 characters, as given
+    otherwise (the ad-platform rules shape it where it is sent, audiences/hashing.py)."""
+    return normalize_text(raw, MAX_POSTAL_CODE_LENGTH)
 
 
 def normalize_country_code(raw: object) -> str | None:

@@ -21,6 +21,7 @@ from partnerlink.customers.normalize import (
     normalize_country_code,
     normalize_email,
     normalize_phone,
+    normalize_postal_code,
     normalize_text,
     record_refusals,
 )
@@ -69,6 +70,7 @@ def normalize_record(item: Any, default_region: str | None) -> NormalizedRecord 
         normalize_text(item.get("lastName")),
         normalize_text(item.get("city")),
         normalize_country_code(item.get("countryCode")),
+        normalize_postal_code(item.get("postalCode")),
     )
 
 

@@ -31,6 +31,12 @@ class CustomerRecord(BaseModel):
     lastName: str | None = None
     city: str | None = None
     countryCode: str | None = Field(None, examples=["US"])
+    postalCode: str | None = Field(
+        None,
+        max_length=16,
+        description="Stored trimmed; a match key for Google's audiences.",
+        examples=["94105"],
+    )
 
 
 UploadStatus = Literal["received", "processing", "done", "failed"]
@@ -68,6 +74,7 @@ def customer_json(customer: Customer) -> dict[str, Any]:
         "lastName": customer.last_name,
         "city": customer.city,
         "countryCode": customer.country_code,
+        "postalCode": customer.postal_code,
     }
 
 

@@ -27,6 +27,7 @@ from partnerlink.customers.normalize import (
     normalize_country_code,
     normalize_email,
     normalize_phone,
+    normalize_postal_code,
     normalize_text,
 )
 from partnerlink.customers.queries import (
@@ -49,6 +50,7 @@ class CustomerFields:
     last_name: str | None = None
     city: str | None = None
     country_code: str | None = None
+    postal_code: str | None = None
 
     def match_keys(self) -> list[str]:
         """What the matching rule matches this record by: its email and phone, where given."""
@@ -77,6 +79,7 @@ def normalize_fields(
     last_name: object = None,
     city: object = None,
     country_code: object = None,
+    postal_code: object = None,
 ) -> CustomerFields:
     """Normalizes one incoming record."""
     return CustomerFields(
@@ -86,6 +89,7 @@ def normalize_fields(
         last_name=normalize_text(last_name),
         city=normalize_text(city),
         country_code=normalize_country_code(country_code),
+        postal_code=normalize_postal_code(postal_code),
     )
 
 
@@ -179,6 +183,7 @@ class CustomerRecord:
     last_name: str | None
     city: str | None
     country_code: str | None
+    postal_code: str | None
 
 
 def upsert_customer(

@@ -208,6 +208,12 @@ class OrderIn(BaseModel):
         None, max_length=50, description="Enables the SMS e-receipt; E.164 preferred."
     )
     customerEmail: Text | None = Field(None, max_length=320)
+    customerPostalCode: Text | None = Field(
+        None,
+        max_length=16,
+        description="The customer's postal code, kept on the customer (a match key for "
+        "Google's audiences); the order does not store it.",
+    )
     orderDetails: Annotated[OrderDetailsIn | None, BeforeValidator(storable_json)] = Field(
         None,
         description="orderStatus (CLOSED matters for e-receipts), orderType, orderItems, "

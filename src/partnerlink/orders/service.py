@@ -196,6 +196,7 @@ def _customer_of(one: _Admitted) -> tuple[str, CustomerFields]:
         phone_number=order.customerPhoneNumber,
         first_name=order.customerFirstName,
         last_name=order.customerLastName,
+        postal_code=order.customerPostalCode,
     )
 
 

@@ -1,0 +1,334 @@
+"""Benchmark: syncing ad-platform destinations against the local Meta server (CONTRACT §11).
+
+    PYTHONPATH=src:. .venv/bin/python bench/ad_sync.py [--customers 1000000] [--orders 100000]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+
+Fills a fresh database with customers (generated in SQL), starts the local Meta stand-in
+(tests/destinations/fake_meta.py) in a process of its own, and runs `partnerlink
+destinations sync ID` as an operator would, in a process of its own whose peak RSS is
+read from the kernel (wait4):
+
+1. the first sync of a Meta audience of every customer: members/s and peak memory;
+2. an incremental sync after 1% of the customers changed their phone (each sends its
+   removal by the old row and its addition by the new), as a % of the first's time;
+3. a Meta conversions destination's first sync of `--orders` closed orders: events/s.
+
+Beside 1 and 3, the ceiling: a plain httpx client in this process that only posts
+precomputed request bodies of the same size (10,000 rows; 1,000 events) to the same
+server, as many rows as the sync sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+from tests.destinations import fake_meta
+
+from audiences_export import FILL_POSTGRES, FILL_SQLITE  # bench/audiences_export.py
+from benchdb import fresh_database  # bench/benchdb.py
+from customers_ingest import connected_store  # bench/customers_ingest.py
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.db.migrate import upgrade
+from partnerlink.destinations.schemas import destination_json, destination_request
+from partnerlink.destinations.service import by_id, create
+from partnerlink.settings import Settings
+
+SECRET_KEY = "bench-secret-key"
+ROOT = Path(__file__).resolve().parents[1]
+FAKE_SERVER = (
+    "import sys, time\n"
+    "from tests.destinations.fake_meta import FakeMeta\n"
+    "fake = FakeMeta()\n"
+    "print(fake.graph_url, flush=True)\n"
+    "sys.stdin.read()\n"  # until the benchmark closes our stdin
+)
+ORDERS = """
+INSERT INTO orders (store_id, profile_id, partner_id, order_id, order_price, order_currency,
+                    order_status, ordered_at, customer_id, customer_email,
+                    customer_phone_number, details, conversion, received_at, updated_at)
+SELECT s.id, c.profile_id,
+       (SELECT partner_id FROM connections WHERE store_id = s.id ORDER BY created_at DESC LIMIT 1),
+       'C-' || c.id, 500 + c.id % 5000, 'USD', 'CLOSED',
+       {recent}, c.id, c.email, c.phone_number, '{{}}', 'organic', {now}, {now}
+FROM customers c JOIN stores s ON s.profile_id = c.profile_id
+WHERE c.profile_id = :profile_id AND (c.email IS NOT NULL OR c.phone_number IS NOT NULL)
+ORDER BY c.id LIMIT :count
+"""
+
+
+def _sql(engine: Any, statement: str, **params: Any) -> None:
+    with engine.begin() as conn:
+        conn.execute(text(statement), params)
+
+
+def fill(database_url: str, profile_id: str, customers: int) -> None:
+    engine = create_engine(Settings(database_url=database_url).database_url)
+    postgres = engine.dialect.name == "postgresql"
+    _sql(engine, FILL_POSTGRES if postgres else FILL_SQLITE, profile_id=profile_id, count=customers)
+    if postgres:
+        _sql(engine, "ANALYZE customers")
+    engine.dispose()
+
+
+def add_orders(database_url: str, profile_id: str, count: int) -> None:
+    engine = create_engine(Settings(database_url=database_url).database_url)
+    postgres = engine.dialect.name == "postgresql"
+    recent = "now() - (c.id % 50) * interval '1 day'" if postgres else "datetime('now', '-1 day')"
+    now = "now()" if postgres else "datetime('now')"
+    _sql(engine, ORDERS.format(recent=recent, now=now), profile_id=profile_id, count=count)
+    if postgres:
+        _sql(engine, "ANALYZE orders")
+    engine.dispose()
+
+
+def change_one_percent(database_url: str, profile_id: str) -> int:
+    engine = create_engine(Settings(database_url=database_url).database_url)
+    with engine.begin() as conn:
+        changed = conn.execute(
+            text(
+                "UPDATE customers SET phone_number = '+1628' || substr('0000000' || id, -7) "
+                "WHERE profile_id = :p AND id % 100 = 1"
+            ),
+            {"p": profile_id},
+        ).rowcount
+    engine.dispose()
+    return int(changed)
+
+
+def destination(database_url: str, profile_id: str, body: dict[str, Any]) -> str:
+    settings = Settings(database_url=database_url, secret_key=SECRET_KEY)
+    engine = make_engine(settings.database_url)
+    with make_sessionmaker(engine)() as session:
+        made = create(
+            session,
+            profile_id=profile_id,
+            request=destination_request(body),
+            signing_key=settings.signing_key,
+        )
+        session.commit()
+        destination_id = made.id
+    engine.dispose()
+    return destination_id
+
+
+SYNC = """
+import json, sys, time
+from pathlib import Path
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.destinations.tasks import sync_now
+from partnerlink.settings import Settings
+
+def high_water():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+settings = Settings()
+sessions = make_sessionmaker(make_engine(settings.database_url))
+idle = high_water()
+started = time.perf_counter()
+outcome = sync_now(sessions, settings, sys.argv[1])
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "idle": idle, "peak": high_water(), "result": outcome.result}))
+"""
+
+
+def sync(
+    env: dict[str, str], database_url: str, destination_id: str
+) -> tuple[float, float, dict[str, Any]]:
+    """What `partnerlink destinations sync ID` does, in a process of its own (timed from
+    after its imports, which take tens of seconds on a loaded machine): (seconds, peak RSS
+    MiB, the destination as the merchant API shows it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SYNC, destination_id], env=env, capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"sync failed: {done.stderr.decode()[-2000:]}")
+    answer = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    if answer["result"] != "synced":
+        raise SystemExit(f"sync ended {answer['result']}")
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    with make_sessionmaker(engine)() as session:
+        shown = destination_json(by_id(session, destination_id))
+    engine.dispose()
+    return float(answer["seconds"]), float(answer["peak"]), {"destination": shown}
+
+
+def ceiling(url: str, path: str, bodies: list[bytes], requests: int, method: str) -> float:
+    """Seconds for `requests` posts of the precomputed bodies (round robin)."""
+    headers = {
+        "Authorization": f"Bearer {fake_meta.ACCESS_TOKEN}",
+        "Content-Type": "application/json",
+    }
+    with httpx.Client(timeout=120) as client:
+        started = time.perf_counter()
+        for n in range(requests):
+            answer = client.request(
+                method, url + path, content=bodies[n % len(bodies)], headers=headers
+            )
+            assert answer.status_code == 200, answer.text[:300]
+        return time.perf_counter() - started
+
+
+def _hash() -> str:
+    return secrets.token_hex(32)
+
+
+def audience_bodies(count: int, rows: int) -> list[bytes]:
+    schema = ["EMAIL", "PHONE", "FN", "LN", "CT", "COUNTRY"]
+    return [
+        json.dumps(
+            {
+                "payload": {
+                    "schema": schema,
+                    "data": [[_hash() for _ in range(6)] for _ in range(rows)],
+                },
+                "session": {
+                    "session_id": n + 1,
+                    "batch_seq": 1,
+                    "last_batch_flag": True,
+                    "estimated_num_total": rows,
+                },
+            }
+        ).encode()
+        for n in range(count)
+    ]
+
+
+def event_bodies(count: int, events: int) -> list[bytes]:
+    def event(n: int) -> dict[str, Any]:
+        return {
+            "event_name": "Purchase",
+            "event_time": 1_760_000_000 + n,
+            "action_source": "physical_store",
+            "event_id": secrets.token_hex(16),
+            "user_data": {"em": [_hash()], "ph": [_hash()], "fn": [_hash()], "country": [_hash()]},
+            "custom_data": {"value": 12.5, "currency": "USD", "order_id": f"C-{n}"},
+        }
+
+    return [json.dumps({"data": [event(n) for n in range(events)]}).encode() for _ in range(count)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--customers", type=int, default=1_000_000)
+    parser.add_argument("--orders", type=int, default=100_000)
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="plk-bench-") as tmp:
+        database_url, drop_database = fresh_database(args.database_url, Path(tmp))
+        fake = subprocess.Popen(
+            [sys.executable, "-c", FAKE_SERVER],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert fake.stdout is not None
+            graph_url = fake.stdout.readline().decode().strip()
+            run(args, database_url, graph_url, Path(tmp))
+        finally:
+            if fake.stdin:
+                fake.stdin.close()
+            fake.terminate()
+            fake.wait(timeout=30)
+            drop_database()
+
+
+def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Path) -> None:
+    upgrade(Settings(database_url=database_url).database_url)
+    _token, profile_id = connected_store(database_url)
+    started = time.perf_counter()
+    fill(database_url, profile_id, args.customers)
+    kind = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
+    print(
+        f"{kind}: {args.customers:,} customers generated in {time.perf_counter() - started:.0f} s"
+    )
+    env = {
+        **os.environ,
+        "PARTNERLINK_DATABASE_URL": database_url,
+        "PARTNERLINK_DATA_DIR": str(workdir),
+        "PARTNERLINK_SECRET_KEY": SECRET_KEY,
+        "PARTNERLINK_META_GRAPH_URL": graph_url,
+        "PARTNERLINK_META_API_VERSION": fake_meta.VERSION,
+    }
+    audience = destination(
+        database_url,
+        profile_id,
+        {
+            "platform": "meta",
+            "kind": "audience",
+            "segment": "all",
+            "credentials": {"accessToken": fake_meta.ACCESS_TOKEN},
+            "target": {"audienceId": fake_meta.AUDIENCE_ID},
+        },
+    )
+    seconds, peak, answer = sync(env, database_url, audience)
+    members = answer["destination"]["members"]
+    rate = members / seconds
+    print(
+        f"first audience sync: {members:,} members in {seconds:.1f} s = {rate:,.0f} members/s; "
+        f"peak RSS of the syncing process (imports included) {peak:,.0f} MiB"
+    )
+    requests = -(-members // 10_000)
+    path = f"/{fake_meta.VERSION}/{fake_meta.AUDIENCE_ID}/users"
+    took = ceiling(graph_url, path, audience_bodies(4, 10_000), requests, "POST")
+    top = requests * 10_000 / took
+    print(
+        f"ceiling: {requests} precomputed 10,000-row bodies posted in {took:.1f} s = "
+        f"{top:,.0f} rows/s; the sync runs at {100 * rate / top:.0f}% of it"
+    )
+
+    changed = change_one_percent(database_url, profile_id)
+    again, peak_again, answer = sync(env, database_url, audience)
+    sent = answer["destination"]["sent"]
+    print(
+        f"incremental sync after {changed:,} phones changed (1%): {again:.1f} s = "
+        f"{100 * again / seconds:.0f}% of the first (removed {sent['removed']:,}, "
+        f"added {sent['added'] - members:,}); peak RSS {peak_again:,.0f} MiB"
+    )
+
+    add_orders(database_url, profile_id, args.orders)
+    conversions = destination(
+        database_url,
+        profile_id,
+        {
+            "platform": "meta",
+            "kind": "conversions",
+            "credentials": {"accessToken": fake_meta.ACCESS_TOKEN},
+            "target": {"datasetId": fake_meta.DATASET_ID},
+        },
+    )
+    seconds, peak, answer = sync(env, database_url, conversions)
+    events = answer["destination"]["sent"]["events"]
+    rate = events / seconds
+    print(
+        f"conversions: {events:,} orders sent in {seconds:.1f} s = {rate:,.0f} events/s; "
+        f"peak RSS {peak:,.0f} MiB"
+    )
+    requests = -(-events // 1_000)
+    path = f"/{fake_meta.VERSION}/{fake_meta.DATASET_ID}/events"
+    took = ceiling(graph_url, path, event_bodies(4, 1_000), requests, "POST")
+    top = requests * 1_000 / took
+    print(
+        f"ceiling: {requests} precomputed 1,000-event bodies posted in {took:.1f} s = "
+        f"{top:,.0f} events/s; the sync runs at {100 * rate / top:.0f}% of it"
+    )
+
+
+if __name__ == "__main__":
+    main()

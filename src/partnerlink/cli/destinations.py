@@ -1,0 +1,77 @@
+"""`partnerlink destinations list [--json]`: every profile's ad-platform destinations and
+their state; `partnerlink destinations sync ID`: sync one now, in this process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from partnerlink.cli.common import (
+    CommandFailed,
+    JsonOption,
+    load_settings,
+    print_json,
+    unit_of_work,
+)
+from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.destinations.schemas import destination_json
+from partnerlink.destinations.service import UnknownDestination, by_id, every_destination
+from partnerlink.destinations.tasks import sync_now
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _with_profile(destination: Any) -> dict[str, Any]:
+    return {"profileId": destination.profile_id, **destination_json(destination)}
+
+
+def _line(row: dict[str, Any]) -> str:
+    sent = row["sent"]
+    error = row["lastError"]["message"] if row["lastError"] else "-"
+    what = row["segment"] if row["kind"] == "audience" else "sales"
+    return (
+        f"{row['id']}  profile {row['profileId']}  {row['platform']} {row['kind']} ({what})  "
+        f"{row['status']}  last sync {row['lastSyncAt'] or 'never'}  members {row['members']}  "
+        f"added {sent['added']} removed {sent['removed']} events {sent['events']} "
+        f"rejected {sent['rejected']}  last error {error}"
+    )
+
+
+@app.command("list")
+def list_(json_output: bool = JsonOption) -> None:
+    """List every destination (never its credentials)."""
+    with unit_of_work() as session:
+        rows = [_with_profile(d) for d in every_destination(session)]
+    if json_output:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("No ad-platform destinations.")
+    for row in rows:
+        typer.echo(_line(row))
+
+
+@app.command("sync")
+def sync(destination_id: str, json_output: bool = JsonOption) -> None:
+    """Sync one destination now (also one waiting for new credentials)."""
+    settings = load_settings()
+    with unit_of_work(settings) as session:
+        try:
+            by_id(session, destination_id)
+        except UnknownDestination:
+            raise CommandFailed(f"no destination {destination_id}", code="not_found") from None
+    engine = make_engine(settings.database_url)
+    try:
+        sessions = make_sessionmaker(engine)
+        outcome = sync_now(sessions, settings, destination_id)
+        with sessions() as session:
+            row = _with_profile(by_id(session, destination_id))
+    finally:
+        engine.dispose()
+    if outcome.result == "busy":
+        raise CommandFailed("a worker is syncing this destination right now", code="busy")
+    if json_output:
+        print_json({"result": outcome.result, "destination": row})
+        return
+    typer.echo(f"{outcome.result}: {_line(row)}")

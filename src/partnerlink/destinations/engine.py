@@ -1,0 +1,205 @@
+"""One sync of one destination, and what it leaves on the row (CONTRACT.md §11).
+
+- Done: `active`, `lastSyncAt` now (even with nothing to send), the error cleared, the
+  next sync PARTNERLINK_AD_SYNC_SECONDS later.
+- The platform is busy or away (429, 5xx, a timeout, a refused connection, an answer
+  that is not its JSON): tried again with backoff, never sooner than its Retry-After;
+  the status stays as it was and nothing is lost (what was sent is recorded).
+- The platform refuses the credentials (401, 403, `invalid_grant`) or the target:
+  `needs_attention`, `lastError` in words, and no call until new credentials or a
+  sync request.
+Every outcome is written only while this worker still holds the destination's lease.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from partnerlink.db.base import utcnow
+from partnerlink.destinations import queries
+from partnerlink.destinations.audience_sync import sync_audience
+from partnerlink.destinations.conversion_sync import sync_conversions
+from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
+from partnerlink.destinations.platform import PlatformError
+from partnerlink.destinations.progress import Lease, LeaseLost, Report
+from partnerlink.destinations.senders import GoogleAudience, MetaAudience, sender_for
+from partnerlink.destinations.service import open_credentials
+from partnerlink.jobs import backoff_seconds, record_if_leased
+from partnerlink.security.identifier_digests import identifier_key
+from partnerlink.settings import Settings
+
+log = logging.getLogger("partnerlink.destinations")
+
+RETRY_BASE_SECONDS = 30.0
+RETRY_CAP_SECONDS = 3600.0
+
+# What the merchant should do, by the kind of refusal.
+ADVICE = {
+    "credentials": (
+        "credentials_refused",
+        "Connect again with a new access token or refresh token (Ad platforms page), then sync.",
+    ),
+    "invalid": (
+        "target_refused",
+        "Check the ids you gave (they must be of an account these credentials can manage); "
+        "disconnect and connect again with the right ones.",
+    ),
+    "retry": ("platform_unavailable", "Nothing to do: PartnerLink tries again by itself."),
+    "internal": ("sync_failed", "Nothing to do: PartnerLink tries again by itself."),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    destination_id: str
+    result: str  # synced | retry | needs_attention | lease_lost | gone
+
+
+def _error(kind: str, message: str) -> dict[str, str]:
+    code, advice = ADVICE[kind]
+    return {"code": code, "message": f"{message} {advice}".strip()}
+
+
+def _load(sessions: sessionmaker[Session], destination_id: str) -> Destination | None:
+    with sessions() as session:
+        destination = session.scalar(select(Destination).where(Destination.id == destination_id))
+        if destination is not None:
+            session.expunge(destination)
+        return destination
+
+
+def _record(sessions: sessionmaker[Session], lease: Lease, values: dict[str, Any]) -> bool:
+    with sessions.begin() as session:
+        return record_if_leased(
+            session,
+            queries.destinations,
+            row_id=lease.destination_id,
+            lease_until=lease.until,
+            values={**values, "sync_requested": False, "updated_at": utcnow()},
+        )
+
+
+def _run(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    destination: Destination,
+    credentials: dict[str, str],
+    lease: Lease,
+    http: httpx.Client,
+) -> Report:
+    sender = sender_for(destination, credentials, settings, http)
+    if isinstance(sender, MetaAudience | GoogleAudience):
+        return sync_audience(
+            sessions,
+            destination,
+            sender,
+            batch=sender.batch,
+            lease=lease,
+            digest_key=identifier_key(settings.signing_key),
+        )
+    return sync_conversions(
+        sessions,
+        destination,
+        sender,
+        batch=sender.batch,
+        lease=lease,
+        signing_key=settings.signing_key,
+    )
+
+
+def sync_destination(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    destination_id: str,
+    lease_until: datetime,
+    http: httpx.Client,
+) -> Outcome:
+    """Syncs a destination this worker has claimed, and records how it went."""
+    lease = Lease(destination_id, lease_until)
+    destination = _load(sessions, destination_id)
+    if destination is None:
+        return Outcome(destination_id, "gone")
+    credentials = open_credentials(settings.signing_key, destination)
+    if credentials is None:
+        message = "The stored credentials cannot be read (the service key changed)."
+        _record(sessions, lease, _attention("credentials", message))
+        return Outcome(destination_id, "needs_attention")
+    try:
+        report = _run(sessions, settings, destination, credentials, lease, http)
+    except LeaseLost:
+        return Outcome(destination_id, "lease_lost")
+    except PlatformError as error:
+        return _failed(sessions, settings, destination, lease, error)
+    except Exception:
+        log.exception("sync of destination %s failed; will retry", destination_id)
+        _record(
+            sessions, lease, _retry(settings, destination, "internal", "The sync failed.", None)
+        )
+        return Outcome(destination_id, "retry")
+    now = utcnow()
+    values: dict[str, Any] = {
+        "status": ACTIVE,
+        "last_sync_at": now,
+        "last_error": None,
+        "attempts": 0,
+        "next_attempt_at": now + timedelta(seconds=settings.ad_sync_seconds),
+    }
+    if destination.kind == "audience":
+        with sessions() as session:
+            values["members"] = queries.count_members(session.connection(), destination.id)
+    answer = report.as_json()
+    if answer is not None:
+        values["last_report"] = answer
+    recorded = _record(sessions, lease, values)
+    return Outcome(destination_id, "synced" if recorded else "lease_lost")
+
+
+def _attention(kind: str, message: str) -> dict[str, Any]:
+    return {
+        "status": NEEDS_ATTENTION,
+        "last_error": _error(kind, message),
+        "next_attempt_at": None,
+    }
+
+
+def _retry(
+    settings: Settings,
+    destination: Destination,
+    kind: str,
+    message: str,
+    retry_after: float | None,
+) -> dict[str, Any]:
+    wait = backoff_seconds(
+        max(1, destination.attempts),
+        base=RETRY_BASE_SECONDS,
+        cap=RETRY_CAP_SECONDS,
+        retry_after=retry_after,
+    )
+    return {
+        "last_error": _error(kind, message),
+        "next_attempt_at": utcnow() + timedelta(seconds=wait),
+    }
+
+
+def _failed(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    destination: Destination,
+    lease: Lease,
+    error: PlatformError,
+) -> Outcome:
+    if error.kind in ("credentials", "invalid"):
+        _record(sessions, lease, _attention(error.kind, error.message))
+        return Outcome(destination.id, "needs_attention")
+    # `retry`; a `rejected` the client could not split is retried alike.
+    _record(
+        sessions, lease, _retry(settings, destination, "retry", error.message, error.retry_after)
+    )
+    return Outcome(destination.id, "retry")

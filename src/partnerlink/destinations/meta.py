@@ -1,0 +1,294 @@
+"""Meta's Marketing API over plain HTTP: customer-list audiences and offline purchases.
+
+Why not the facebook-business SDK: it sends the access token as the `access_token`
+query parameter, so the token sits in every URL, where proxies, load balancers and
+error trackers log it. The Graph API accepts the same token in `Authorization: Bearer`,
+which this client sends instead; the calls themselves are two documented JSON posts
+that httpx speaks directly (CONTRACT §11).
+
+- Audience: `POST {graph}/{version}/{audienceId}/users` adds, `DELETE` on the same path
+  removes, JSON `{"payload": {"schema", "data"}, "session": {...}}`, at most 10,000 rows
+  a request; one upload session (`session_id`, `batch_seq` from 1, `last_batch_flag`,
+  `estimated_num_total`) spans the requests of one call.
+- Conversions: `POST {graph}/{version}/{datasetId}/events`, JSON `{"data": [Event]}`,
+  at most 1,000 events a request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from partnerlink.destinations.platform import (
+    PlatformError,
+    chunks,
+    garbage_answer,
+    json_object,
+    platform_client,
+    redacted,
+    retry_after_seconds,
+    transport_error,
+)
+
+META_SCHEMA = ("EMAIL", "PHONE", "FN", "LN", "CT", "COUNTRY")
+MAX_AUDIENCE_ROWS = 10_000
+MAX_EVENTS = 1_000
+
+# Meta's published error codes (Graph API "Handling Errors"; Marketing API rate limiting).
+_TOKEN_CODES = frozenset({102, 190})  # the token expired, was revoked or is invalid
+_PERMISSION_CODES = frozenset({10, *range(200, 300)})  # the token lacks a permission
+_RATE_CODES = frozenset({4, 17, 32, 341, 613, *range(80_000, 80_015)})
+_TEMPORARY_CODES = frozenset({1, 2})  # "temporary issue due to downtime"
+_INVALID_PARAMETER = 100
+_NO_SUCH_OBJECT_SUBCODE = 33  # the id does not exist or the token may not see it
+
+AudienceRow = Sequence[str]  # the six hashes of META_SCHEMA, "" for a missing one
+
+
+@dataclass
+class MetaAudienceReport:
+    """What Meta said about one add or remove call (all its requests)."""
+
+    session_id: int
+    rows: int = 0
+    num_received: int = 0
+    num_invalid_entries: int = 0
+
+    @property
+    def rejected(self) -> int:
+        return self.num_invalid_entries
+
+    def as_report(self) -> dict[str, int]:
+        return {
+            "num_received": self.num_received,
+            "num_invalid_entries": self.num_invalid_entries,
+        }
+
+
+@dataclass
+class MetaEventsReport:
+    events: int = 0
+    events_received: int = 0
+    rejected: int = 0
+    fbtrace_id: str | None = None
+    messages: list[str] = field(default_factory=list)
+
+    def as_report(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"events_received": self.events_received}
+        if self.fbtrace_id:
+            report["fbtrace_id"] = self.fbtrace_id
+        return report
+
+
+def meta_purchase_event(
+    *,
+    event_id: str,
+    created_at: datetime,
+    value: float,
+    currency: str,
+    order_id: str,
+    user_data: Mapping[str, list[str]],
+) -> dict[str, Any]:
+    """One offline purchase as CONTRACT §11 shapes it; `value` in major units."""
+    return {
+        "event_name": "Purchase",
+        "event_time": int(created_at.timestamp()),
+        "action_source": "physical_store",
+        "event_id": event_id,
+        "user_data": dict(user_data),
+        "custom_data": {"value": value, "currency": currency, "order_id": order_id},
+    }
+
+
+class MetaClient:
+    """One access token's calls. `client` is shared by the caller or made here."""
+
+    name = "Meta"
+
+    def __init__(
+        self,
+        *,
+        graph_url: str,
+        api_version: str,
+        access_token: str,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.base = f"{graph_url.rstrip('/')}/{api_version.strip('/')}"
+        self.access_token = access_token
+        self._own_client = client is None
+        self.client = client or platform_client()
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self) -> MetaClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- audiences -------------------------------------------------------------------
+
+    def add_users(self, audience_id: str, rows: Sequence[AudienceRow]) -> MetaAudienceReport:
+        return self._upload("POST", audience_id, rows)
+
+    def remove_users(self, audience_id: str, rows: Sequence[AudienceRow]) -> MetaAudienceReport:
+        return self._upload("DELETE", audience_id, rows)
+
+    def _upload(
+        self, method: str, audience_id: str, rows: Sequence[AudienceRow]
+    ) -> MetaAudienceReport:
+        # Meta's session id is the sender's choice: a positive 63-bit number.
+        report = MetaAudienceReport(session_id=secrets.randbits(62) + 1)
+        batches = list(chunks(rows, MAX_AUDIENCE_ROWS))
+        for seq, batch in enumerate(batches, start=1):
+            body = {
+                "payload": {"schema": list(META_SCHEMA), "data": [list(row) for row in batch]},
+                "session": {
+                    "session_id": report.session_id,
+                    "batch_seq": seq,
+                    "last_batch_flag": seq == len(batches),
+                    "estimated_num_total": len(rows),
+                },
+            }
+            try:
+                answer = self._call(method, f"{_digits(audience_id)}/users", body)
+            except PlatformError as error:
+                error.done = report.rows
+                raise
+            report.rows += len(batch)
+            report.num_received += _count(answer.get("num_received"), len(batch))
+            report.num_invalid_entries += _count(answer.get("num_invalid_entries"), 0)
+        return report
+
+    # -- conversions -----------------------------------------------------------------
+
+    def send_events(self, dataset_id: str, events: Sequence[Mapping[str, Any]]) -> MetaEventsReport:
+        """Sends every event, 1,000 a request. Meta refuses a whole request for one
+        invalid event (error 100): the request is then split in halves until the
+        refused events stand alone; they count as rejected, the others as sent."""
+        report = MetaEventsReport()
+        for batch in chunks(events, MAX_EVENTS):
+            try:
+                self._send_event_batch(_digits(dataset_id), batch, report)
+            except PlatformError as error:
+                error.done = report.events
+                raise
+        return report
+
+    def _send_event_batch(
+        self, dataset_id: str, batch: Sequence[Mapping[str, Any]], report: MetaEventsReport
+    ) -> None:
+        try:
+            answer = self._call("POST", f"{dataset_id}/events", {"data": list(batch)})
+        except PlatformError as error:
+            if error.kind != "rejected":
+                raise
+            if len(batch) == 1:
+                report.rejected += 1
+                report.events += 1
+                report.messages.append(error.message)
+                return
+            middle = len(batch) // 2
+            self._send_event_batch(dataset_id, batch[:middle], report)
+            self._send_event_batch(dataset_id, batch[middle:], report)
+            return
+        report.events += len(batch)
+        report.events_received += _count(answer.get("events_received"), len(batch))
+        trace = answer.get("fbtrace_id")
+        report.fbtrace_id = str(trace)[:100] if trace else report.fbtrace_id
+        messages = answer.get("messages")
+        if isinstance(messages, list):
+            report.messages.extend(str(message)[:200] for message in messages[:5])
+
+    # -- HTTP ------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, object]:
+        try:
+            response = self.client.request(
+                method,
+                f"{self.base}/{path}",
+                json=body,
+                headers={"Authorization": f"Bearer {self.access_token}"},
+            )
+        except httpx.HTTPError as error:
+            raise transport_error(self.name, error) from None
+        answer = json_object(response)
+        if answer is None:
+            raise garbage_answer(self.name, response)
+        if response.status_code == 200 and "error" not in answer:
+            return answer
+        raise self._error(response, answer, events=path.endswith("/events"))
+
+    def _error(
+        self, response: httpx.Response, answer: dict[str, object], *, events: bool
+    ) -> PlatformError:
+        status = response.status_code
+        error = answer.get("error")
+        details: dict[str, object] = error if isinstance(error, dict) else {}
+        code = _int(details.get("code"))
+        subcode = _int(details.get("error_subcode"))
+        text = str(details.get("error_user_msg") or details.get("message") or "no message")
+        said = redacted(
+            f"Meta answered HTTP {status}"
+            + (f", error {code}" if code is not None else "")
+            + (f"/{subcode}" if subcode is not None else "")
+            + f": {text}",
+            [self.access_token],
+        )
+        wait = retry_after_seconds(response.headers)
+        if code in _TOKEN_CODES or (code is None and status == 401):
+            return PlatformError(
+                "credentials",
+                f"{said}. The access token is no longer valid: create a new one (a system "
+                "user's token in Meta Business Settings) and save it on this destination.",
+                status=status,
+            )
+        if code in _PERMISSION_CODES or (code is None and status == 403):
+            return PlatformError(
+                "credentials",
+                f"{said}. The access token may not manage this audience or dataset: give "
+                "its user the ads_management permission on the ad account, then save it again.",
+                status=status,
+            )
+        if code in _RATE_CODES or code in _TEMPORARY_CODES or status == 429 or status >= 500:
+            return PlatformError(
+                "retry", f"{said}. PartnerLink will try again.", retry_after=wait, status=status
+            )
+        if (code == _INVALID_PARAMETER and subcode == _NO_SUCH_OBJECT_SUBCODE) or status == 404:
+            return PlatformError(
+                "invalid",
+                f"{said}. Check the audience or dataset id on this destination.",
+                status=status,
+            )
+        if events and code == _INVALID_PARAMETER:
+            return PlatformError("rejected", said, rejected_rows=1, status=status)
+        return PlatformError("invalid", said, status=status)
+
+
+def _digits(value: str) -> str:
+    """Ids go into the path: only digits, so that none can change the path."""
+    if not (value.isascii() and value.isdigit()):
+        raise PlatformError("invalid", "The Meta id on this destination must be digits only.")
+    return value
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def _count(value: object, default: int) -> int:
+    number = _int(value)
+    return default if number is None else number

@@ -1,0 +1,97 @@
+"""Destinations: a profile's connection to an ad platform, what was sent to it, and when.
+
+Every table carries `profile_id`: the database will be sharded by profile.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
+
+PENDING, ACTIVE, NEEDS_ATTENTION = "pending", "active", "needs_attention"
+
+
+class Destination(Base):
+    """A Meta or Google audience or conversions destination of one profile.
+
+    The scheduling columns (`next_attempt_at`, `attempts`, `lease_until`,
+    `sync_requested`) are the worker's: a sync claims the row with a lease, and a
+    failure the platform may recover from sets the next attempt with backoff.
+    """
+
+    __tablename__ = "destinations"
+    __table_args__ = (Index("ix_destinations_due", "next_attempt_at"),)
+
+    id: Mapped[str] = IdColumn()
+    profile_id: Mapped[str] = mapped_column(
+        ForeignKey("profiles.id", ondelete="CASCADE"), index=True
+    )
+    platform: Mapped[str] = mapped_column(String(10))  # meta | google
+    kind: Mapped[str] = mapped_column(String(20))  # audience | conversions
+    segment: Mapped[str | None] = mapped_column(String(20))
+    campaign_id: Mapped[str | None] = mapped_column(String(200))
+    target: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    consent: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The credentials as security/sealing.py seals them: never in clear at rest.
+    credentials_sealed: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default=PENDING)
+    last_sync_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    last_report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    members: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent_added: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent_removed: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent_events: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent_rejected: Mapped[int] = mapped_column(BigInteger, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    sync_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class DestinationMember(Base):
+    """A customer the platform holds on this destination's list, by the row last sent.
+
+    `sent` is the row exactly as it went (the identifiers' hashes, and Google's plain
+    region and postal code): a member who leaves, or whose identifiers change, is
+    removed by it. No foreign key to the customer: an erased customer's row must
+    outlive it until its removal has reached the platform.
+    """
+
+    __tablename__ = "destination_members"
+
+    destination_id: Mapped[str] = mapped_column(
+        ForeignKey("destinations.id", ondelete="CASCADE"), primary_key=True
+    )
+    customer_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    profile_id: Mapped[str] = mapped_column(String(36))
+    sent: Mapped[str] = mapped_column(Text)
+
+
+class DestinationConversion(Base):
+    """An order sent to a conversions destination: each is sent once."""
+
+    __tablename__ = "destination_conversions"
+
+    destination_id: Mapped[str] = mapped_column(
+        ForeignKey("destinations.id", ondelete="CASCADE"), primary_key=True
+    )
+    order_row_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    profile_id: Mapped[str] = mapped_column(String(36))
+    sent_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,144 @@
+"""What every ad-platform client shares: its errors, its HTTP client, its answers' parsing.
+
+A platform call either returns the platform's answer or raises `PlatformError`, whose
+`kind` tells the sync engine what to do next (CONTRACT §11):
+
+- `retry`: 429, 5xx, a timeout, a refused connection or an answer that is not the
+  platform's JSON. Try again later, at least `retry_after` seconds from now.
+- `credentials`: 401 or 403, Meta's OAuth error 190, Google's `invalid_grant`. Stop
+  calling until the merchant gives new credentials or asks for a sync.
+- `rejected`: a 400 that names the rows it refused (`rejected_rows`); the others count
+  as sent.
+- `invalid`: any other refusal of the request as a whole (a wrong audience or dataset
+  id, a 404): retrying the same request will not help, the merchant must fix the target.
+
+`message` is written for the merchant and never holds a credential: the clients build
+it from the status, the platform's error code and its message, with every credential
+they hold cut out (`redacted`).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeVar
+
+import httpx
+
+PlatformErrorKind = Literal["retry", "credentials", "rejected", "invalid"]
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+# The longest wait a Retry-After may ask for that we believe: a day.
+MAX_RETRY_AFTER_SECONDS = 86_400.0
+MESSAGE_LIMIT = 400
+
+T = TypeVar("T")
+
+
+class PlatformError(Exception):
+    def __init__(
+        self,
+        kind: PlatformErrorKind,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        rejected_rows: int = 0,
+        status: int | None = None,
+        done: int = 0,
+        rows: Sequence[int] = (),
+    ) -> None:
+        super().__init__(message)
+        self.kind: PlatformErrorKind = kind
+        self.message = message[:MESSAGE_LIMIT]
+        self.retry_after = retry_after
+        self.rejected_rows = rejected_rows
+        self.status = status
+        # Rows or events the platform took before this error, in a call of many requests:
+        # the caller counts them as sent and sends only the rest again.
+        self.done = done
+        # Indexes (in the refused request) of the rows a `rejected` answer named.
+        self.rows = list(rows)
+
+    def __repr__(self) -> str:
+        return f"PlatformError({self.kind!r}, {self.message!r}, status={self.status})"
+
+
+def platform_client(
+    *,
+    connect_seconds: float = CONNECT_TIMEOUT_SECONDS,
+    request_seconds: float = REQUEST_TIMEOUT_SECONDS,
+    transport: httpx.BaseTransport | None = None,
+) -> httpx.Client:
+    """An HTTP client a hanging platform cannot hold: 5 s to connect, 30 s for each read,
+    write and pool wait. No redirects are followed (a token must not travel to another
+    host), and no proxy or .netrc from the environment adds credentials of its own."""
+    timeout = httpx.Timeout(request_seconds, connect=connect_seconds)
+    return httpx.Client(
+        timeout=timeout, follow_redirects=False, trust_env=False, transport=transport
+    )
+
+
+def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Retry-After as seconds (`120`) or as an HTTP date; None when absent or unreadable."""
+    value = headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def transport_error(platform: str, error: httpx.HTTPError) -> PlatformError:
+    """A timeout, a refused connection, a broken answer: always worth another try."""
+    if isinstance(error, httpx.TimeoutException):
+        what = "did not answer in time"
+    elif isinstance(error, httpx.ConnectError):
+        what = "could not be reached"
+    else:
+        what = f"broke off the connection ({type(error).__name__})"
+    return PlatformError("retry", f"{platform} {what}; PartnerLink will try again.")
+
+
+def json_object(response: httpx.Response) -> dict[str, object] | None:
+    """The answer's JSON object, or None when the body is not one (a proxy's HTML page)."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def garbage_answer(platform: str, response: httpx.Response) -> PlatformError:
+    return PlatformError(
+        "retry",
+        f"{platform} answered HTTP {response.status_code} with something other than its "
+        "usual JSON; PartnerLink will try again.",
+        retry_after=retry_after_seconds(response.headers),
+        status=response.status_code,
+    )
+
+
+def redacted(text: str, secrets: Iterable[str]) -> str:
+    """The text with every secret cut out, however the platform echoed it back."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return " ".join(text.split())[:MESSAGE_LIMIT]
+
+
+def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,176 @@
+"""Destination requests, checked field by field (CONTRACT.md §11), and the Destination reply.
+
+A request is read from the raw JSON object rather than a pydantic model so that
+every refusal names its field with `invalid_field`, and nothing is stored.
+The reply never carries the credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from partnerlink.audiences.queries import SEGMENTS
+from partnerlink.destinations.models import Destination
+from partnerlink.problems import ValidationFailed
+
+PLATFORMS = ("meta", "google")
+KINDS = ("audience", "conversions")
+CONSENT_VALUES = ("granted", "denied")
+CONSENT_FIELDS = ("adUserData", "adPersonalization")
+MAX_SECRET = 4096
+MAX_DIGITS = 30
+
+CREDENTIAL_FIELDS = {
+    "meta": ("accessToken",),
+    "google": ("clientId", "clientSecret", "refreshToken"),
+}
+# (required, optional) digit fields of `target`, per platform and kind.
+TARGET_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("meta", "audience"): (("audienceId",), ()),
+    ("meta", "conversions"): (("datasetId",), ()),
+    ("google", "audience"): (("customerId", "userListId"), ("loginCustomerId",)),
+    ("google", "conversions"): (("customerId", "conversionActionId"), ("loginCustomerId",)),
+}
+
+
+def invalid(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field} {message}", errors=[{"field": field, "message": message}])
+
+
+def _one_of(body: dict[str, Any], field: str, allowed: tuple[str, ...]) -> str:
+    value = body.get(field)
+    if value not in allowed:
+        raise invalid(field, "must be " + " or ".join(allowed))
+    return str(value)
+
+
+def segment_of(value: Any) -> str:
+    if value not in SEGMENTS:
+        raise invalid("segment", "must be one of " + ", ".join(SEGMENTS))
+    return str(value)
+
+
+def campaign_id_of(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise invalid("campaignId", "must be a campaign id of this profile")
+    return value
+
+
+def credentials_of(platform: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise invalid("credentials", "must be an object")
+    credentials = {}
+    for name in CREDENTIAL_FIELDS[platform]:
+        secret = value.get(name)
+        if not isinstance(secret, str) or not secret.strip() or len(secret) > MAX_SECRET:
+            # Says which field, never what was in it.
+            raise invalid(f"credentials.{name}", "is required (a non-empty string)")
+        credentials[name] = secret.strip()
+    return credentials
+
+
+def _digits(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        value = str(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS:
+        return value
+    return None
+
+
+def target_of(platform: str, kind: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise invalid("target", "must be an object")
+    required, optional = TARGET_FIELDS[(platform, kind)]
+    target = {}
+    for name in required + optional:
+        if name not in value or value[name] is None:
+            if name in required:
+                raise invalid(f"target.{name}", "is required (digits only)")
+            continue
+        digits = _digits(value[name])
+        if digits is None:
+            raise invalid(f"target.{name}", "must be digits only (no dashes or spaces)")
+        target[name] = digits
+    return target
+
+
+def consent_of(platform: str, value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if platform != "google":
+        raise invalid("consent", "is sent to Google only")
+    if not isinstance(value, dict):
+        raise invalid("consent", "must be an object")
+    consent = {}
+    for name in CONSENT_FIELDS:
+        if value.get(name) not in CONSENT_VALUES:
+            raise invalid(f"consent.{name}", "must be granted or denied")
+        consent[name] = str(value[name])
+    return consent
+
+
+@dataclass(frozen=True)
+class DestinationRequest:
+    platform: str
+    kind: str
+    segment: str | None
+    campaign_id: str | None
+    credentials: dict[str, str]
+    target: dict[str, str]
+    consent: dict[str, str] | None
+
+
+def destination_request(body: Any) -> DestinationRequest:
+    if not isinstance(body, dict):
+        raise invalid("body", "must be a JSON object")
+    platform = _one_of(body, "platform", PLATFORMS)
+    kind = _one_of(body, "kind", KINDS)
+    segment = campaign_id = None
+    if kind == "audience":
+        segment = segment_of(body.get("segment"))
+        campaign_id = campaign_id_of(body.get("campaignId"))
+    else:
+        for field in ("segment", "campaignId"):
+            if body.get(field) is not None:
+                raise invalid(field, "is for audience destinations only")
+    return DestinationRequest(
+        platform=platform,
+        kind=kind,
+        segment=segment,
+        campaign_id=campaign_id,
+        credentials=credentials_of(platform, body.get("credentials")),
+        target=target_of(platform, kind, body.get("target")),
+        consent=consent_of(platform, body.get("consent")),
+    )
+
+
+def _time(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def destination_json(destination: Destination) -> dict[str, Any]:
+    """CONTRACT §11's Destination: never the credentials."""
+    audience = destination.kind == "audience"
+    return {
+        "id": destination.id,
+        "platform": destination.platform,
+        "kind": destination.kind,
+        "segment": destination.segment,
+        "campaignId": destination.campaign_id,
+        "target": dict(destination.target or {}),
+        "consent": dict(destination.consent) if destination.consent else None,
+        "status": destination.status,
+        "lastSyncAt": _time(destination.last_sync_at),
+        "lastError": destination.last_error,
+        "members": destination.members if audience else None,
+        "sent": {
+            "added": destination.sent_added,
+            "removed": destination.sent_removed,
+            "events": destination.sent_events,
+            "rejected": destination.sent_rejected,
+        },
+        "lastReport": destination.last_report,
+    }

@@ -1,0 +1,182 @@
+"""One destination's way to its platform: the rows it sends and the calls it makes.
+
+The sync engine speaks to every destination alike: an audience sender turns a
+customer into the row its platform matches on (stored as sent, so a removal sends
+the same row back) and adds or removes rows; an events sender sends orders. The
+protocol itself is meta.py's and google.py's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from partnerlink.destinations import google, meta
+from partnerlink.destinations.identifiers import (
+    Identity,
+    google_user_data,
+    meta_row,
+    meta_user_data,
+)
+from partnerlink.destinations.models import Destination
+from partnerlink.settings import Settings
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a call did: rows taken, rows the platform refused, its answer for lastReport."""
+
+    taken: int
+    rejected: int
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sale:
+    """An order as a conversion: its stable event id, time, value and buyer."""
+
+    event_id: str
+    order_id: str
+    created_at: Any
+    value: float
+    currency: str
+    identity: Identity
+
+
+class AudienceSender(Protocol):
+    def row(self, identity: Identity) -> str: ...
+    def add(self, rows: Sequence[str]) -> Sent: ...
+    def remove(self, rows: Sequence[str]) -> Sent: ...
+
+
+class EventSender(Protocol):
+    def send(self, sales: Sequence[Sale]) -> Sent: ...
+
+
+class MetaAudience:
+    batch = meta.MAX_AUDIENCE_ROWS
+
+    def __init__(self, client: meta.MetaClient, audience_id: str) -> None:
+        self.client = client
+        self.audience_id = audience_id
+
+    def row(self, identity: Identity) -> str:
+        return ",".join(meta_row(identity))
+
+    def _sent(self, report: meta.MetaAudienceReport, rows: int) -> Sent:
+        return Sent(rows, report.rejected, report.as_report())
+
+    def add(self, rows: Sequence[str]) -> Sent:
+        report = self.client.add_users(self.audience_id, [row.split(",") for row in rows])
+        return self._sent(report, len(rows))
+
+    def remove(self, rows: Sequence[str]) -> Sent:
+        report = self.client.remove_users(self.audience_id, [row.split(",") for row in rows])
+        return self._sent(report, len(rows))
+
+
+class MetaEvents:
+    batch = meta.MAX_EVENTS
+
+    def __init__(self, client: meta.MetaClient, dataset_id: str) -> None:
+        self.client = client
+        self.dataset_id = dataset_id
+
+    def send(self, sales: Sequence[Sale]) -> Sent:
+        events = [
+            meta.meta_purchase_event(
+                event_id=sale.event_id,
+                created_at=sale.created_at,
+                value=sale.value,
+                currency=sale.currency,
+                order_id=sale.order_id,
+                user_data=meta_user_data(sale.identity),
+            )
+            for sale in sales
+        ]
+        report = self.client.send_events(self.dataset_id, events)
+        return Sent(len(sales), report.rejected, report.as_report())
+
+
+class GoogleAudience:
+    batch = google.MAX_MEMBERS
+
+    def __init__(self, client: google.GoogleClient, target: google.GoogleTarget) -> None:
+        self.client = client
+        self.target = target
+
+    def row(self, identity: Identity) -> str:
+        return json.dumps(google_user_data(identity), separators=(",", ":"), sort_keys=True)
+
+    def add(self, rows: Sequence[str]) -> Sent:
+        report = self.client.add_members(self.target, [json.loads(row) for row in rows])
+        return Sent(len(rows), report.rejected, report.as_report())
+
+    def remove(self, rows: Sequence[str]) -> Sent:
+        report = self.client.remove_members(self.target, [json.loads(row) for row in rows])
+        return Sent(len(rows), report.rejected, report.as_report())
+
+
+class GoogleEvents:
+    batch = google.MAX_EVENTS
+
+    def __init__(self, client: google.GoogleClient, target: google.GoogleTarget) -> None:
+        self.client = client
+        self.target = target
+
+    def send(self, sales: Sequence[Sale]) -> Sent:
+        events = [
+            google.google_purchase_event(
+                transaction_id=sale.event_id,
+                created_at=sale.created_at,
+                value=sale.value,
+                currency=sale.currency,
+                user_data=google_user_data(sale.identity),
+            )
+            for sale in sales
+        ]
+        report = self.client.send_events(self.target, events)
+        return Sent(len(sales), report.rejected, report.as_report())
+
+
+def sender_for(
+    destination: Destination,
+    credentials: dict[str, str],
+    settings: Settings,
+    http: httpx.Client,
+) -> MetaAudience | MetaEvents | GoogleAudience | GoogleEvents:
+    target = destination.target
+    if destination.platform == "meta":
+        client = meta.MetaClient(
+            graph_url=settings.meta_graph_url,
+            api_version=settings.meta_api_version,
+            access_token=credentials["accessToken"],
+            client=http,
+        )
+        if destination.kind == "audience":
+            return MetaAudience(client, target["audienceId"])
+        return MetaEvents(client, target["datasetId"])
+    google_client = google.GoogleClient(
+        datamanager_url=settings.google_datamanager_url,
+        token_url=settings.google_token_url,
+        credentials=google.GoogleCredentials(
+            client_id=credentials["clientId"],
+            client_secret=credentials["clientSecret"],
+            refresh_token=credentials["refreshToken"],
+        ),
+        client=http,
+    )
+    audience = destination.kind == "audience"
+    google_target = google.GoogleTarget(
+        customer_id=target["customerId"],
+        product_destination_id=target["userListId" if audience else "conversionActionId"],
+        login_customer_id=target.get("loginCustomerId"),
+        consent=destination.consent,
+    )
+    if audience:
+        return GoogleAudience(google_client, google_target)
+    return GoogleEvents(google_client, google_target)

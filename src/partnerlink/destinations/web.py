@@ -1,0 +1,227 @@
+"""The console's "Ad platforms" page (CONTRACT.md §11): connect a profile to Meta or
+Google, see each destination's state in words, sync now, give new credentials,
+disconnect.
+
+Same conventions as the rest of the console (console/): the session cookie's merchant,
+a CSRF token on every form, a redirect after every change. Credentials typed here go
+straight to the sealed column and are never shown again, not even back in a refused form.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from partnerlink.audiences.service import DESCRIPTIONS
+from partnerlink.destinations import service
+from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
+from partnerlink.destinations.schemas import (
+    CREDENTIAL_FIELDS,
+    destination_json,
+    destination_request,
+)
+from partnerlink.merchant.ownership import owned_profile
+from partnerlink.merchant.pages import (
+    ConsoleForm,
+    ConsoleRoute,
+    ConsoleUser,
+    SignedIn,
+    console_page,
+)
+from partnerlink.problems import ValidationFailed
+from partnerlink.web.routing import PageSessionDep
+
+router = APIRouter(include_in_schema=False, route_class=ConsoleRoute)
+
+PAGE = "destinations/ad_platforms.html"
+DONE = {
+    "connected": "Connected. The first sync starts within a minute.",
+    "sync": "Sync asked for: it starts within seconds.",
+    "credentials": "New credentials saved. The next sync uses them.",
+    "disconnected": "Disconnected: syncing stopped and its credentials are deleted.",
+}
+NAMES = {"meta": "Meta", "google": "Google"}
+# Form field → request field, and secrets (never echoed back into a refused form).
+TARGET_FORM = ("audienceId", "datasetId", "customerId", "userListId", "conversionActionId")
+SECRET_FORM = ("accessToken", "clientSecret", "refreshToken")
+
+
+def _path(profile_id: str) -> str:
+    return f"/merchant/profiles/{profile_id}/ad-platforms"
+
+
+def state_in_words(destination: Destination) -> str:
+    platform = NAMES.get(destination.platform, destination.platform)
+    error = (destination.last_error or {}).get("message")
+    if destination.status == NEEDS_ATTENTION:
+        return f"Needs your attention: {error or platform + ' refused the last sync.'}"
+    if error:
+        return f"{platform} could not be reached on the last try; PartnerLink tries again. {error}"
+    if destination.status == ACTIVE and destination.last_sync_at is not None:
+        stamp = destination.last_sync_at.strftime("%Y-%m-%d %H:%M UTC")
+        return f"Up to date: last synced {stamp}."
+    return "Connected: waiting for its first sync (within a minute)."
+
+
+def _rows(destinations: list[Destination]) -> list[dict[str, Any]]:
+    return [
+        {
+            **destination_json(d),
+            "name": NAMES.get(d.platform, d.platform),
+            "words": state_in_words(d),
+            "credentialFields": CREDENTIAL_FIELDS[d.platform],
+        }
+        for d in destinations
+    ]
+
+
+def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, Any]:
+    profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
+    return {
+        "profile": profile,
+        "destinations": _rows(service.of_profile(session, profile.id)),
+        "segments": DESCRIPTIONS,
+        "form": {},
+        "errors": {},
+    }
+
+
+@router.get("/profiles/{profile_id}/ad-platforms")
+def ad_platforms_page(
+    request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
+) -> HTMLResponse:
+    context = _context(session, user.merchant.id, profile_id)
+    done = DONE.get(request.query_params.get("done", ""))
+    return console_page(request, user, PAGE, {**context, "notice": done})
+
+
+def _request_body(form: dict[str, str]) -> dict[str, Any]:
+    """The merchant API's Destination request from the page's form fields."""
+    platform, kind = form.get("platform", ""), form.get("kind", "")
+    body: dict[str, Any] = {"platform": platform, "kind": kind}
+    if kind == "audience":
+        body["segment"] = form.get("segment", "")
+        if form.get("campaignId", "").strip():
+            body["campaignId"] = form["campaignId"].strip()
+    fields = CREDENTIAL_FIELDS.get(platform, ())
+    body["credentials"] = {name: form.get(name, "") for name in fields}
+    body["target"] = {
+        name: form[name].strip().replace("-", "")
+        for name in (*TARGET_FORM, "loginCustomerId")
+        if form.get(name, "").strip()
+    }
+    if platform == "google" and form.get("adUserData") and form.get("adPersonalization"):
+        body["consent"] = {
+            "adUserData": form["adUserData"],
+            "adPersonalization": form["adPersonalization"],
+        }
+    return body
+
+
+def _refused(
+    request: Request,
+    session: Session,
+    user: SignedIn,
+    profile_id: str,
+    error: ValidationFailed,
+    form: dict[str, str],
+) -> HTMLResponse:
+    session.rollback()
+    context = _context(session, user.merchant.id, profile_id)
+    echoed = {k: v for k, v in form.items() if k not in SECRET_FORM and k != "csrf_token"}
+    field = (error.errors or [{"field": ""}])[0]["field"]
+    message = (error.errors or [{"message": error.detail}])[0]["message"]
+    context.update(form=echoed, errors={form.get("platform", ""): f"{field} {message}".strip()})
+    return console_page(request, user, PAGE, context, status_code=400)
+
+
+def connect_fields(
+    platform: str = Form(""),
+    kind: str = Form(""),
+    segment: str = Form(""),
+    campaignId: str = Form(""),
+    accessToken: str = Form(""),
+    clientId: str = Form(""),
+    clientSecret: str = Form(""),
+    refreshToken: str = Form(""),
+    audienceId: str = Form(""),
+    datasetId: str = Form(""),
+    customerId: str = Form(""),
+    userListId: str = Form(""),
+    conversionActionId: str = Form(""),
+    loginCustomerId: str = Form(""),
+    adUserData: str = Form(""),
+    adPersonalization: str = Form(""),
+) -> dict[str, str]:
+    return {k: v for k, v in locals().items() if v}
+
+
+ConnectFields = Annotated[dict[str, str], Depends(connect_fields)]
+
+
+@router.post("/profiles/{profile_id}/ad-platforms")
+def connect_form(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleForm,
+    profile_id: str,
+    form: ConnectFields,
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    try:
+        service.create(
+            session,
+            profile_id=profile.id,
+            request=destination_request(_request_body(form)),
+            signing_key=request.app.state.settings.signing_key,
+        )
+    except ValidationFailed as error:
+        return _refused(request, session, user, profile.id, error, form)
+    return RedirectResponse(f"{_path(profile.id)}?done=connected", status_code=303)
+
+
+@router.post("/profiles/{profile_id}/ad-platforms/{destination_id}/sync")
+def sync_form(
+    session: PageSessionDep, user: ConsoleForm, profile_id: str, destination_id: str
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    service.request_sync(session, destination)
+    return RedirectResponse(f"{_path(profile.id)}?done=sync", status_code=303)
+
+
+@router.post("/profiles/{profile_id}/ad-platforms/{destination_id}/credentials")
+def credentials_form(
+    request: Request,
+    session: PageSessionDep,
+    user: ConsoleForm,
+    profile_id: str,
+    destination_id: str,
+    form: ConnectFields,
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    credentials = {name: form.get(name, "") for name in CREDENTIAL_FIELDS[destination.platform]}
+    try:
+        service.change(
+            session,
+            destination,
+            {"credentials": credentials},
+            signing_key=request.app.state.settings.signing_key,
+        )
+    except ValidationFailed as error:
+        return _refused(request, session, user, profile.id, error, {"platform": "credentials"})
+    return RedirectResponse(f"{_path(profile.id)}?done=credentials", status_code=303)
+
+
+@router.post("/profiles/{profile_id}/ad-platforms/{destination_id}/disconnect")
+def disconnect_form(
+    session: PageSessionDep, user: ConsoleForm, profile_id: str, destination_id: str
+) -> Response:
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    service.disconnect(session, destination)
+    return RedirectResponse(f"{_path(profile.id)}?done=disconnected", status_code=303)

@@ -1,0 +1,221 @@
+"""A local stand-in for Meta's Marketing API, speaking its documented HTTP.
+
+- `POST|DELETE /{version}/{audienceId}/users` with `Authorization: Bearer` and JSON
+  `{"payload": {"schema": [...], "data": [[...]]}, "session": {...}}`, at most 10,000
+  rows: adds or removes the rows, answers `{"audience_id", "session_id", "num_received",
+  "num_invalid_entries", "invalid_entry_samples"}`. A row is invalid when every cell is
+  empty or a cell is not a lower-case hex SHA-256.
+- `POST /{version}/{datasetId}/events` with JSON `{"data": [Event]}`, at most 1,000
+  events, answers `{"events_received", "messages", "fbtrace_id"}`; a malformed event
+  (or one a test refused with `refuse_events`) refuses the whole request, as Meta does:
+  400 with error code 100.
+- Errors are Meta's `{"error": {"message", "type", "code", "error_subcode",
+  "fbtrace_id"}}`: an unknown token is 190 (HTTP 401), an unknown id 100/33 (HTTP 400).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections import defaultdict
+from typing import Any
+
+from tests.destinations.fake_server import Answer, FakeServer, Request
+
+ACCESS_TOKEN = "EAAGm0PX4ZCpsBAtest-meta-system-user-token"
+VERSION = "v24.0"
+AUDIENCE_ID = "23851234567890123"
+DATASET_ID = "1234567890123456"
+SCHEMA = ["EMAIL", "PHONE", "FN", "LN", "CT", "COUNTRY"]
+SESSION_KEYS = {"session_id", "batch_seq", "last_batch_flag", "estimated_num_total"}
+EVENT_KEYS = {"event_name", "event_time", "action_source", "event_id", "user_data", "custom_data"}
+USER_DATA_KEYS = {"em", "ph", "fn", "ln", "ct", "country"}
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+_PATH = re.compile(r"^/(v\d+\.\d+)/(\d+)/(users|events)$")
+
+
+def meta_error(
+    status: int, code: int, message: str, subcode: int | None = None, kind: str = "OAuthException"
+) -> tuple[int, dict[str, Any]]:
+    error: dict[str, Any] = {"message": message, "type": kind, "code": code}
+    if subcode is not None:
+        error["error_subcode"] = subcode
+    error["fbtrace_id"] = "A" + secrets.token_hex(10)
+    return status, {"error": error}
+
+
+class FakeMeta(FakeServer):
+    def __init__(self) -> None:
+        self.access_token = ACCESS_TOKEN
+        self.audiences: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        self.audiences[AUDIENCE_ID] = set()
+        self.datasets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.datasets[DATASET_ID] = []
+        self.refused_event_ids: set[str] = set()
+        super().__init__()
+
+    @property
+    def graph_url(self) -> str:
+        return self.url
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def rate_limit_next(
+        self, retry_after: str | None = "3", code: int = 17, status: int = 400
+    ) -> None:
+        """Meta answers its rate limits (codes 4, 17, 32, 613, 80000-range) as HTTP 400
+        with the code in the body; a proxy in front may say 429."""
+        headers = {"Retry-After": retry_after} if retry_after else {}
+        _, body = meta_error(status, code, "User request limit reached")
+        self.answer_next(status, body, headers)
+
+    def server_error_next(self, status: int = 500, times: int = 1) -> None:
+        error_status, body = meta_error(status, 2, "Service temporarily unavailable")
+        self.answer_next(error_status, body, times=times)
+
+    def expired_token_next(self) -> None:
+        status, body = meta_error(
+            401,
+            190,
+            f"Error validating access token: Session has expired ({self.access_token})",
+            463,
+        )
+        self.answer_next(status, body)
+
+    def refuse_events(self, *event_ids: str) -> None:
+        with self.lock:
+            self.refused_event_ids.update(event_ids)
+
+    # -- the API -----------------------------------------------------------------------
+
+    def handle(self, request: Request) -> Answer:
+        path = request.path.split("?", 1)[0]
+        if "access_token" in request.path:
+            return Answer(*meta_error(400, 100, "this stand-in expects the token in a header"))
+        match = _PATH.match(path)
+        if not match or match.group(1) != VERSION:
+            return Answer(*meta_error(400, 2500, "Unknown path components", kind="OAuthException"))
+        if request.headers.get("authorization") != f"Bearer {self.access_token}":
+            return Answer(
+                *meta_error(401, 190, "Invalid OAuth access token - Cannot parse access token")
+            )
+        object_id, edge = match.group(2), match.group(3)
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return Answer(*meta_error(400, 100, "expected a JSON body"))
+        try:
+            body = request.json()
+        except ValueError:
+            return Answer(*meta_error(400, 100, "The body is not JSON"))
+        if edge == "users":
+            if request.method not in ("POST", "DELETE"):
+                return Answer(*meta_error(400, 100, "Unsupported method"))
+            if object_id not in self.audiences:
+                return Answer(*_no_such_object(object_id))
+            return self._users(object_id, request.method, body)
+        if request.method != "POST":
+            return Answer(*meta_error(400, 100, "Unsupported method"))
+        if object_id not in self.datasets:
+            return Answer(*_no_such_object(object_id))
+        return self._events(object_id, body)
+
+    def _users(self, audience_id: str, method: str, body: Any) -> Answer:
+        payload = body.get("payload") if isinstance(body, dict) else None
+        session = body.get("session") if isinstance(body, dict) else None
+        if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
+            return Answer(*meta_error(400, 100, "(#100) Invalid parameter: payload.schema"))
+        data = payload.get("data")
+        if not isinstance(data, list) or not data:
+            return Answer(*meta_error(400, 100, "(#100) Invalid parameter: payload.data"))
+        if len(data) > 10_000:
+            return Answer(*meta_error(400, 100, "(#100) Too many users in one request"))
+        if not isinstance(session, dict) or set(session) != SESSION_KEYS:
+            return Answer(*meta_error(400, 100, "(#100) Invalid parameter: session"))
+        invalid: list[Any] = []
+        rows = self.audiences[audience_id]
+        for row in data:
+            if (
+                not isinstance(row, list)
+                or len(row) != 6
+                or not all(
+                    isinstance(cell, str) and (cell == "" or _HASH.match(cell)) for cell in row
+                )
+                or not any(row)
+            ):
+                invalid.append(row)
+                continue
+            if method == "POST":
+                rows.add(tuple(row))
+            else:
+                rows.discard(tuple(row))
+        return Answer(
+            200,
+            {
+                "audience_id": audience_id,
+                "session_id": session["session_id"],
+                "num_received": len(data),
+                "num_invalid_entries": len(invalid),
+                "invalid_entry_samples": {str(i): row for i, row in enumerate(invalid[:5])},
+            },
+        )
+
+    def _events(self, dataset_id: str, body: Any) -> Answer:
+        events = body.get("data") if isinstance(body, dict) and set(body) == {"data"} else None
+        if not isinstance(events, list) or not events:
+            return Answer(*meta_error(400, 100, "(#100) The parameter data is required"))
+        if len(events) > 1_000:
+            return Answer(*meta_error(400, 100, "(#100) Too many events in one request", 2804015))
+        for index, event in enumerate(events):
+            problem = _event_problem(event)
+            if problem is None and event["event_id"] in self.refused_event_ids:
+                problem = "refused by the test"
+            if problem:
+                return Answer(
+                    *meta_error(
+                        400, 100, f"(#100) Invalid parameter: data[{index}]: {problem}", 2804019
+                    )
+                )
+        self.datasets[dataset_id].extend(events)
+        return Answer(
+            200,
+            {
+                "events_received": len(events),
+                "messages": [],
+                "fbtrace_id": "A" + secrets.token_hex(10),
+            },
+        )
+
+
+def _no_such_object(object_id: str) -> tuple[int, dict[str, Any]]:
+    return meta_error(
+        400,
+        100,
+        f"Unsupported post request. Object with ID '{object_id}' does not exist, cannot be "
+        "loaded due to missing permissions, or does not support this operation",
+        33,
+        kind="GraphMethodException",
+    )
+
+
+def _event_problem(event: Any) -> str | None:
+    if not isinstance(event, dict) or set(event) != EVENT_KEYS:
+        return "the event's keys"
+    if event["event_name"] != "Purchase" or event["action_source"] != "physical_store":
+        return "event_name or action_source"
+    if not isinstance(event["event_time"], int) or isinstance(event["event_time"], bool):
+        return "event_time must be Unix seconds"
+    if not isinstance(event["event_id"], str) or not event["event_id"]:
+        return "event_id"
+    user_data = event["user_data"]
+    if not isinstance(user_data, dict) or not user_data or not set(user_data) <= USER_DATA_KEYS:
+        return "user_data"
+    for values in user_data.values():
+        if not (isinstance(values, list) and len(values) == 1 and _HASH.match(str(values[0]))):
+            return "user_data values must be one SHA-256 each"
+    custom = event["custom_data"]
+    if not isinstance(custom, dict) or set(custom) != {"value", "currency", "order_id"}:
+        return "custom_data"
+    if not isinstance(custom["value"], (int, float)) or isinstance(custom["value"], bool):
+        return "custom_data.value must be a number"
+    if not (isinstance(custom["currency"], str) and re.fullmatch(r"[A-Z]{3}", custom["currency"])):
+        return "custom_data.currency"
+    return None
