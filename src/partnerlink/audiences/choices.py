@@ -150,10 +150,10 @@ def erase(
 ) -> int:
     """Carries out a data subject's erasure in the profile; answers how many customers.
 
-    Name, email, phone and city go from the customers, their orders (free text too) and
-    the orders' receipts and touches; the orders stay, detached, `anonymous` and out of
-    their campaign; only keyed digests of the emails and phones are kept, in the
-    suppression list.
+    Name, email, phone, city and postal code go from the customers (their rows are
+    deleted), their orders (free text too) and the orders' receipts and touches; the
+    orders stay, detached, `anonymous` and out of their campaign; only keyed digests of
+    the emails and phones are kept, in the suppression list.
     """
     who = person(session, profile_id, email, phone)
     found = session.execute(

@@ -56,6 +56,19 @@ from partnerlink.destinations.platform import (
     transport_error,
 )
 
+# GoogleCredentials and TokenCache lived here at "platforms: clients ready": still importable.
+__all__ = [
+    "MAX_EVENTS",
+    "MAX_MEMBERS",
+    "TOKENS",
+    "GoogleClient",
+    "GoogleCredentials",
+    "GoogleReport",
+    "GoogleTarget",
+    "TokenCache",
+    "google_purchase_event",
+]
+
 MAX_MEMBERS = 10_000
 MAX_EVENTS = 2_000
 ConsentValue = Literal["granted", "denied"]
