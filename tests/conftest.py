@@ -29,7 +29,13 @@ from sqlalchemy.orm import Session
 from partnerlink.app import create_app
 from partnerlink.db.base import Base
 from partnerlink.db.migrate import upgrade
+from partnerlink.security.passwords import CHEAP_FOR_TESTS
 from partnerlink.settings import Settings
+
+# argon2's cheapest parameters for every password the suite hashes, in this process and
+# in the live servers it starts (they inherit the environment): the production default
+# costs 64 MiB and ~0.1 s of CPU a hash (tests/security checks that default still holds).
+os.environ[CHEAP_FOR_TESTS] = "1"
 
 TEST_DATABASE_URL = os.environ.get("PARTNERLINK_TEST_DATABASE_URL", "")
 ON_POSTGRES = TEST_DATABASE_URL.startswith(("postgres", "postgresql"))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from starlette.requests import Request
 
 from partnerlink.security.client_address import client_address
-from partnerlink.security.passwords import hash_password, verify_password
+from partnerlink.security.passwords import CHEAP_FOR_TESTS, hash_password, verify_password
 from partnerlink.security.redaction import is_secret_param, redact
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
@@ -45,6 +49,19 @@ def test_a_password_verifies_only_against_its_own_hash() -> None:
     assert not verify_password("wrong", stored)
     assert not verify_password("anything", None)  # an unknown email
     assert not verify_password("anything", "not-a-hash")
+
+
+def test_passwords_are_hashed_with_argon2s_defaults_unless_the_test_variable_is_set() -> None:
+    # The suite itself hashes cheaply (tests/conftest.py); a process without the
+    # variable, as in production, uses argon2id's defaults: 64 MiB, 3 passes, 4 lanes.
+    env = {k: v for k, v in os.environ.items() if k != CHEAP_FOR_TESTS}
+    program = "from partnerlink.security.passwords import hash_password; print(hash_password('x'))"
+    made = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+    )
+
+    assert made.stdout.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert verify_password("x", made.stdout.strip())
 
 
 def _request(peer: str, forwarded: str | None = None) -> Request:

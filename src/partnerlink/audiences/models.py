@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.customers.models import Customer
 from partnerlink.db.base import Base, UTCDateTime, utcnow
+from partnerlink.orders.models import Order
 
 
 class OptOut(Base):
@@ -62,3 +63,11 @@ class Suppression(Base):
 # Exports walk a profile's customers in id order, a chunk at a time (keyset pages):
 # this index finds each chunk without reading other profiles' customers.
 CUSTOMERS_BY_PROFILE = Index("ix_customers_profile_id_id", Customer.profile_id, Customer.id)
+# Segment sizes read every customer's order statistics (count, first and last order,
+# spend) in customer order from this index alone on PostgreSQL (migration 0023).
+ORDERS_BY_PROFILE_CUSTOMER = Index(
+    "ix_orders_profile_customer",
+    Order.profile_id,
+    Order.customer_id,
+    postgresql_include=["ordered_at", "order_price", "order_currency", "store_id"],
+)

@@ -73,9 +73,13 @@ def audiences(session: Session, *, profile_id: str, digest_key: bytes) -> list[d
     """Every segment with its size and identifier coverage (opted-out and erased left out)."""
     scope = _scope(session, profile_id, digest_key)
     connection = session.connection()
-    # Two passes over the profile: every segment but `top`, then `top` from the buyers' count.
-    counts = queries.segment_counts(connection, scope, BEFORE_TOP, None)
-    counts["top"] = queries.top_coverage(connection, scope, top_size(counts["buyers"][0]))
+    if connection.dialect.name == "postgresql":
+        counts = queries.segment_sizes(connection, scope)
+    else:
+        # Two passes over the profile: every segment but `top`, then `top` from the
+        # buyers' count (SQLite has no ordered array aggregate for the one pass).
+        counts = queries.segment_counts(connection, scope, BEFORE_TOP, None)
+        counts["top"] = queries.top_coverage(connection, scope, top_size(counts["buyers"][0]))
     return [
         {"segment": s, "customers": n, "withEmail": emails, "withPhone": phones}
         for s, (n, emails, phones) in counts.items()
