@@ -9,13 +9,13 @@ was built once per parallel worker): docs/audiences.md has the figures. SQLite
 cannot INCLUDE columns; it gets the two key columns.
 
 Revision ID: 0023
-Revises: 0016
+Revises: 0022
 """
 
 from alembic import op
 
 revision = "0023"
-down_revision = "0016"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
