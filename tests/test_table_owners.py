@@ -24,6 +24,7 @@ OWNERS: dict[str, str] = {
     "audience_opt_outs": "audiences",
     "audience_suppressions": "audiences",
     "integration_tokens": "connect",
+    "oauth_authorizations": "connect",
     "customers": "customers",
     "uploads": "customers",
     "campaigns": "measurement",
