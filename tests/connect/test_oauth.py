@@ -189,7 +189,9 @@ def test_introspection_without_client_authentication_answers_401(
     bare = browser.post(INTROSPECT, data={"token": "plk_at_x"})
     assert _error(bare, 401, "invalid_client")
     assert bare.headers["www-authenticate"].startswith("Basic ")
-    wrong = browser.post(INTROSPECT, data={"token": "plk_at_x"}, auth=(world.partner.client_id, "x"))
+    wrong = browser.post(
+        INTROSPECT, data={"token": "plk_at_x"}, auth=(world.partner.client_id, "x")
+    )
     assert _error(wrong, 401, "invalid_client")
 
 
@@ -306,7 +308,10 @@ def test_a_malformed_basic_header_or_body_never_fails_the_server(
         data={"grant_type": 'a"\\\x01', "client_id": world.partner.client_id},
         auth=(world.partner.client_id, world.partner.client_secret),
     )
-    assert odd.status_code == 400 and odd.json()["code"] in ("invalid_request", "unsupported_grant_type")
+    assert odd.status_code == 400 and odd.json()["code"] in (
+        "invalid_request",
+        "unsupported_grant_type",
+    )
 
 
 def test_unregistered_redirect_uri_shows_a_page_and_never_redirects(
@@ -340,9 +345,7 @@ def test_plain_or_missing_pkce_goes_back_as_invalid_request(
     assert fetch_all(session, select(OAuthAuthorization)) == []
 
 
-def test_declining_goes_back_with_access_denied(
-    browser: TestClient, oauth: OAuth2Client
-) -> None:
+def test_declining_goes_back_with_access_denied(browser: TestClient, oauth: OAuth2Client) -> None:
     started = start(oauth, AUTHORIZE)
     page = browser.get(started.url)
     decline = form(page.text, "/connect/decline")

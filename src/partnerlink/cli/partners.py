@@ -85,8 +85,8 @@ def create(
     console.print(f"Partner [bold]{out['name']}[/bold] registered (posType {out['posType']}).")
     console.print(f"  client_id      {out['clientId']}")
     console.print(f"  client_secret  {out['clientSecret']}")
-    for uri in out.get("redirectUris", []):
-        console.print(f"  redirect_uri   {uri}")
+    for uri in redirect_uri:
+        console.print(f"  redirect_uri   {uri.strip()}")
     if webhook_url is not None:
         console.print(f"  webhook_url    {out['webhookUrl']}")
         console.print(f"  webhook_secret {out['webhookSecret']}")
