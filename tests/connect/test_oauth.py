@@ -19,7 +19,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.connect.models import OAuthAuthorization
-from partnerlink.connect.oauth_server import metadata
+from partnerlink.connect.oauth_api import metadata
+from partnerlink.connect.oauth_web import AUTHORIZATIONS_PER_ADDRESS, authorization_budget
+from partnerlink.connect.signin import consent_address_budget
 from partnerlink.settings import Settings
 from partnerlink.tokens.models import Connection
 from tests.connect.conftest import fetch_all
@@ -43,6 +45,20 @@ BASE = "http://testserver"
 AUTHORIZE = f"{BASE}/connect/oauth/authorize"
 TOKEN = f"{BASE}/v1/oauth/token"
 INTROSPECT = f"{BASE}/v1/oauth/introspect"
+
+
+@pytest.fixture(autouse=True)
+def fresh_budgets(settings: Settings) -> Iterator[None]:
+    """Budgets live in process memory; one test's requests must not count in the next."""
+
+    def reset() -> None:
+        for address in ("testclient", "127.0.0.1"):
+            authorization_budget(settings).reset(address)
+            consent_address_budget(settings).reset(address)
+
+    reset()
+    yield
+    reset()
 
 
 @pytest.fixture
@@ -414,3 +430,16 @@ def test_the_pkce_challenge_is_stored_as_sent(
     (row,) = fetch_all(session, select(OAuthAuthorization))
     assert row.code_challenge == challenge_of(started.code_verifier)
     assert row.code_hash is None and row.state == started.state
+
+
+def test_one_address_opens_only_so_many_authorizations(
+    browser: TestClient, oauth: OAuth2Client, session: Session
+) -> None:
+    allowed = int(AUTHORIZATIONS_PER_ADDRESS.split("/")[0])
+    started = start(oauth, AUTHORIZE)
+    for _ in range(allowed):
+        assert browser.get(started.url).status_code == 200
+    refused = browser.get(started.url)
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    assert "location" not in refused.headers
+    assert len(fetch_all(session, select(OAuthAuthorization))) == allowed

@@ -9,21 +9,26 @@ so that a reused code's revocation holds.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import parse_qsl
 
+from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from partnerlink.connect.oauth_server import (
+    AUTH_METHODS,
+    GRANT_TYPES,
     HttpRequest,
     as_response,
     authorization_server,
-    metadata,
 )
 from partnerlink.deps import SessionDep, SettingsDep
+from partnerlink.settings import Settings
 
-router = APIRouter(tags=["Partner platform"])
+# Outside the OpenAPI document, whose every error is a CONTRACT §3 problem: these answer
+# RFC 6749's bodies, and the metadata below is their machine-readable description.
+router = APIRouter(include_in_schema=False)
 metadata_router = APIRouter(include_in_schema=False)
 
 FORM = "application/x-www-form-urlencoded"
@@ -32,15 +37,6 @@ _MALFORMED = (
     {"error": "invalid_request", "error_description": "The body must be a UTF-8 form."},
     [("Cache-Control", "no-store")],
 )
-
-_FORM_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            FORM: {"schema": {"type": "object", "additionalProperties": {"type": "string"}}}
-        },
-    }
-}
 
 
 async def oauth_http_request(request: Request) -> HttpRequest | None:
@@ -67,7 +63,6 @@ OAuthRequest = Annotated[HttpRequest | None, Depends(oauth_http_request)]
     description="RFC 6749 §4.1.3 and §6. Form body; client authentication by HTTP Basic "
     "or `client_id`/`client_secret` in the form. Answers `access_token`, `token_type` "
     "(Bearer), `expires_in`, `refresh_token`, `storeId`; errors are RFC 6749 §5.2 bodies.",
-    openapi_extra=_FORM_BODY,
 )
 def token(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Response:
     if http is None:
@@ -85,7 +80,6 @@ def token(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Res
     description="Form body `token` (and optional `token_type_hint`); client authentication "
     "as for the token endpoint, 401 without it. Another partner's token, or a dead one, "
     'answers `{"active": false}`.',
-    openapi_extra=_FORM_BODY,
 )
 def introspect(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Response:
     if http is None:
@@ -101,3 +95,27 @@ def introspect(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -
 def server_metadata(settings: SettingsDep) -> JSONResponse:
     """RFC 8414: where the endpoints are and what they support."""
     return JSONResponse(dict(metadata(settings)))
+
+
+def metadata(settings: Settings) -> AuthorizationServerMetadata:
+    """RFC 8414's document; the issuer is the public URL (https in production)."""
+    base = settings.public_url
+    document = AuthorizationServerMetadata(
+        {
+            "issuer": base,
+            "authorization_endpoint": f"{settings.effective_connect_url}/oauth/authorize",
+            "token_endpoint": f"{base}/v1/oauth/token",
+            "introspection_endpoint": f"{base}/v1/oauth/introspect",
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": list(GRANT_TYPES),
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": AUTH_METHODS,
+            "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
+            "service_documentation": f"{base}/docs",
+        }
+    )
+    # RFC 8414 wants https addresses; the one-box default is plain http, checked otherwise.
+    if all(url.lower().startswith("https://") for url in (base, settings.effective_connect_url)):
+        document.validate()
+    return document

@@ -27,7 +27,6 @@ from authlib.oauth2.rfc6749.requests import OAuth2Payload
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from authlib.oauth2.rfc7636 import CodeChallenge, create_s256_code_challenge
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
-from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
@@ -370,30 +369,6 @@ def authorization_server(session: Session, settings: Settings) -> _Server:
     server.register_token_generator("default", _token_generator(server))
     server.register_endpoint(Introspection)
     return server
-
-
-def metadata(settings: Settings) -> AuthorizationServerMetadata:
-    """RFC 8414's document; the issuer is the public URL (https in production)."""
-    base = settings.public_url
-    document = AuthorizationServerMetadata(
-        {
-            "issuer": base,
-            "authorization_endpoint": f"{settings.effective_connect_url}/oauth/authorize",
-            "token_endpoint": f"{base}/v1/oauth/token",
-            "introspection_endpoint": f"{base}/v1/oauth/introspect",
-            "response_types_supported": ["code"],
-            "response_modes_supported": ["query"],
-            "grant_types_supported": list(GRANT_TYPES),
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": AUTH_METHODS,
-            "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
-            "service_documentation": f"{base}/docs",
-        }
-    )
-    # RFC 8414 wants https addresses; the one-box default is plain http, checked otherwise.
-    if all(url.lower().startswith("https://") for url in (base, settings.effective_connect_url)):
-        document.validate()
-    return document
 
 
 def as_response(result: tuple[int, Any, list[tuple[str, str]]]) -> Response:

@@ -32,6 +32,8 @@ from partnerlink.connect.oauth_flow import (
 )
 from partnerlink.connect.oauth_server import HttpRequest, as_response, authorization_server
 from partnerlink.deps import SettingsDep
+from partnerlink.security.client_address import client_address
+from partnerlink.security.rate_limit import FailureBudget
 from partnerlink.settings import Settings
 from partnerlink.web.routing import PageSessionDep
 from partnerlink.web.security import framed_csp
@@ -39,6 +41,15 @@ from partnerlink.web.security import framed_csp
 router = APIRouter(include_in_schema=False, route_class=ConsentRoute)
 
 AUTHORIZE_PATH = "/connect/oauth/authorize"
+# Each accepted authorization request stores a pending consent, and it takes no credential
+# (it is a link a merchant follows): one address may open only so many at a time.
+AUTHORIZATIONS_PER_ADDRESS = "30/10minutes"
+
+
+def authorization_budget(settings: Settings) -> FailureBudget:
+    return FailureBudget(
+        "oauth-authorize-address", AUTHORIZATIONS_PER_ADDRESS, settings.rate_limit_storage
+    )
 
 
 def _not_redirectable(error: OAuth2Error | ValueError) -> PageError:
@@ -63,6 +74,17 @@ def authorize(request: Request, session: PageSessionDep, settings: SettingsDep) 
         raise _not_redirectable(error) from error
     except ValueError as error:  # Authlib refuses to echo unprintable input in an error
         raise _not_redirectable(error) from error
+    budget = authorization_budget(settings)
+    address = client_address(request, settings.trusted_proxy_set)
+    if budget.exhausted(address):
+        raise PageError(
+            429,
+            "Too many connection attempts",
+            "Wait a few minutes, then start connecting again.",
+            framed_csp([]),
+            headers={"Retry-After": str(budget.retry_after_seconds(address))},
+        )
+    budget.record_failure(address)
     payload = grant.request.payload
     integration_token = start_authorization(
         session,
