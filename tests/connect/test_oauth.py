@@ -426,7 +426,9 @@ def test_the_pkce_challenge_is_stored_as_sent(
     browser: TestClient, oauth: OAuth2Client, session: Session
 ) -> None:
     started = start(oauth, AUTHORIZE)
-    browser.get(started.url)
+    page = browser.get(started.url)
+    # The last form is answered with a redirect to the partner: form-action must allow it.
+    assert "form-action 'self' https://pos.example.com;" in page.headers["content-security-policy"]
     (row,) = fetch_all(session, select(OAuthAuthorization))
     assert row.code_challenge == challenge_of(started.code_verifier)
     assert row.code_hash is None and row.state == started.state
@@ -443,3 +445,36 @@ def test_one_address_opens_only_so_many_authorizations(
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
     assert "location" not in refused.headers
     assert len(fetch_all(session, select(OAuthAuthorization))) == allowed
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"redirect_uri": 'https://pos.example.com/"\\é'},
+        {"client_id": "plk_ci_\x00"},
+        {"client_id": "x" * 5000},
+        {"response_type": 'tok"en\\'},
+        {"state": "é" * 2000},
+        {"code_challenge": "\x00" * 50},
+    ],
+    ids=["quoted redirect", "nul client", "long client", "odd response type", "long state", "nul"],
+)
+def test_odd_authorization_requests_never_fail_the_server(
+    browser: TestClient, world: OAuthWorld, odd: dict[str, str], session: Session
+) -> None:
+    params = {
+        "response_type": "code",
+        "client_id": world.partner.client_id,
+        "redirect_uri": REDIRECT_URI,
+        "state": "s",
+        "code_challenge": challenge_of("v" * 43),
+        "code_challenge_method": "S256",
+    } | odd
+    answer = browser.get("/connect/oauth/authorize", params=params)
+    assert answer.status_code in (302, 400), answer.text
+    if answer.status_code == 302:
+        assert redirected_params(answer)["error"] in (
+            "invalid_request",
+            "unsupported_response_type",
+        )
+    assert fetch_all(session, select(OAuthAuthorization)) == []
