@@ -478,3 +478,25 @@ def test_odd_authorization_requests_never_fail_the_server(
             "unsupported_response_type",
         )
     assert fetch_all(session, select(OAuthAuthorization)) == []
+
+
+def test_without_redirect_uri_the_only_registered_one_is_used(
+    browser: TestClient, world: OAuthWorld
+) -> None:
+    verifier = "q" * 43
+    params = {
+        "response_type": "code",
+        "client_id": world.partner.client_id,
+        "state": "s-1",
+        "code_challenge": challenge_of(verifier),
+        "code_challenge_method": "S256",
+    }
+    url = str(browser.build_request("GET", AUTHORIZE, params=params).url)
+    back = redirected_params(approve(browser, url, f"profile:{world.profile.id}"))
+    token = browser.post(
+        TOKEN,
+        data={"grant_type": "authorization_code", "code": back["code"], "code_verifier": verifier},
+        auth=(world.partner.client_id, world.partner.client_secret),
+    )
+    assert token.status_code == 200, token.text
+    assert token.headers["cache-control"] == "no-store"

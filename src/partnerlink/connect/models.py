@@ -46,6 +46,9 @@ class OAuthAuthorization(Base):
         ForeignKey("integration_tokens.id", ondelete="CASCADE"), unique=True
     )
     redirect_uri: Mapped[str] = mapped_column(String(2000))
+    # RFC 6749 §4.1.3: the token request repeats redirect_uri only if the request named it
+    # (without it, the partner's only registered URI was used).
+    redirect_uri_given: Mapped[bool] = mapped_column(Boolean, default=True)
     state: Mapped[str | None] = mapped_column(String(1024))
     code_challenge: Mapped[str] = mapped_column(String(128))
     code_hash: Mapped[str | None] = mapped_column(String(64), unique=True)

@@ -41,6 +41,7 @@ class AuthorizationRequest:
     redirect_uri: str
     state: str | None
     code_challenge: str
+    redirect_uri_given: bool = True
 
 
 def start_authorization(
@@ -56,6 +57,7 @@ def start_authorization(
         OAuthAuthorization(
             integration_token_id=token_id,
             redirect_uri=request.redirect_uri,
+            redirect_uri_given=request.redirect_uri_given,
             state=request.state,
             code_challenge=request.code_challenge,
         )
@@ -75,7 +77,10 @@ def authorization_of(
     )
     if row is None:
         return None
-    return AuthorizationRequest(row.redirect_uri, row.state, row.code_challenge), row
+    asked = AuthorizationRequest(
+        row.redirect_uri, row.state, row.code_challenge, row.redirect_uri_given
+    )
+    return asked, row
 
 
 def new_code() -> str:

@@ -248,8 +248,8 @@ class _IssuedCode:
     def code_challenge(self) -> str:
         return self.row.code_challenge
 
-    def get_redirect_uri(self) -> str:
-        return self.row.redirect_uri
+    def get_redirect_uri(self) -> str | None:
+        return self.row.redirect_uri if self.row.redirect_uri_given else None
 
     def get_scope(self) -> str:
         return ""

@@ -93,6 +93,7 @@ def authorize(request: Request, session: PageSessionDep, settings: SettingsDep) 
             redirect_uri=grant.redirect_uri,
             state=payload.state,
             code_challenge=payload.data["code_challenge"],
+            redirect_uri_given=bool(payload.redirect_uri),
         ),
         ttl_seconds=settings.integration_token_ttl_seconds,
     )

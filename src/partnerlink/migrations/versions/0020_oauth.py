@@ -30,6 +30,7 @@ def upgrade() -> None:
             unique=True,
         ),
         sa.Column("redirect_uri", sa.String(length=2000), nullable=False),
+        sa.Column("redirect_uri_given", sa.Boolean(), nullable=False),
         sa.Column("state", sa.String(length=1024), nullable=True),
         sa.Column("code_challenge", sa.String(length=128), nullable=False),
         sa.Column("code_hash", sa.String(length=64), nullable=True, unique=True),
