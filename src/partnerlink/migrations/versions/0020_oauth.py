@@ -15,10 +15,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("partners", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("redirect_uris", sa.JSON(), nullable=False, server_default=sa.text("'[]'"))
-        )
+    # A plain ADD COLUMN, never a batch copy of the table: on SQLite a copy drops the old
+    # `partners`, and foreign keys' ON DELETE CASCADE would empty every table below it
+    # (integration tokens, connections, tokens) along the way.
+    op.add_column(
+        "partners",
+        sa.Column("redirect_uris", sa.JSON(), nullable=False, server_default=sa.text("'[]'")),
+    )
     op.create_table(
         "oauth_authorizations",
         sa.Column("id", sa.String(length=36), primary_key=True),
@@ -48,5 +51,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("oauth_authorizations")
-    with op.batch_alter_table("partners", schema=None) as batch_op:
-        batch_op.drop_column("redirect_uris")
+    op.drop_column("partners", "redirect_uris")  # ALTER TABLE ... DROP COLUMN, no copy either
