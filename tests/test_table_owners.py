@@ -27,6 +27,7 @@ OWNERS: dict[str, str] = {
     "destinations": "destinations",
     "destination_members": "destinations",
     "destination_conversions": "destinations",
+    "oauth_authorizations": "connect",
     "customers": "customers",
     "uploads": "customers",
     "campaigns": "measurement",

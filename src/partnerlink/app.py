@@ -23,7 +23,7 @@ from partnerlink.audiences import sms_replies
 from partnerlink.audiences import web as audiences_web
 from partnerlink.connect import api as connect_api
 from partnerlink.connect import merchant_api as consent_merchant_api
-from partnerlink.connect import platform_api
+from partnerlink.connect import oauth_api, oauth_web, platform_api
 from partnerlink.connect import web as connect_web
 from partnerlink.console import web as console_web
 from partnerlink.console.app import console_mount, create_console_app
@@ -163,6 +163,7 @@ def _include_routers(app: FastAPI) -> None:
     for router in (
         connect_api.router,
         platform_api.router,
+        oauth_api.router,
         pairing_api.router,
         stores_api.router,
         customers_api.router,
@@ -183,6 +184,9 @@ def _include_routers(app: FastAPI) -> None:
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api")
     app.include_router(connect_web.router, include_in_schema=False)
+    app.include_router(oauth_web.router, include_in_schema=False)
+    # RFC 8414's fixed address: an exception to the 403 outside /v1 (CONTRACT §13).
+    app.include_router(oauth_api.metadata_router)
     app.include_router(receipts_web.router, include_in_schema=False)
     # Twilio's callbacks (delivery status, STOP/START replies), signed by Twilio.
     app.include_router(twilio_callbacks.router)

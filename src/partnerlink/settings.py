@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     upload_url_ttl_seconds: int = Field(900, gt=0)
     merchant_session_ttl_seconds: int = Field(12 * 3600, gt=0)
     consent_form_ttl_seconds: int = Field(1800, gt=0)
+    # CONTRACT §13: an OAuth authorization code's lifetime.
+    oauth_code_ttl_seconds: int = Field(60, gt=0)
     max_upload_bytes: int = Field(1073741824, gt=0)
     max_body_bytes: int = Field(1048576, gt=0)
 

@@ -7,7 +7,12 @@ from typing import Any
 import typer
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
-from partnerlink.partners.service import list_partners, register_partner, rotate_client_secret
+from partnerlink.partners.service import (
+    list_partners,
+    register_partner,
+    rotate_client_secret,
+    set_redirect_uris,
+)
 from partnerlink.webhooks.addresses import checked_webhook_url
 from partnerlink.webhooks.registration import (
     partner_by_client_id,
@@ -17,6 +22,12 @@ from partnerlink.webhooks.registration import (
 
 WebhookUrlOption = typer.Option(
     None, "--webhook-url", help="Where the partner's webhook events are POSTed (http or https)."
+)
+
+RedirectUriOption = typer.Option(
+    [],
+    "--redirect-uri",
+    help="OAuth redirect URI the partner may be sent back to (repeatable; exact match).",
 )
 
 app = typer.Typer(no_args_is_help=True)
@@ -33,6 +44,7 @@ def create(
         [], "--frame-origin", help="Origin allowed to frame the consent screen (repeatable)."
     ),
     webhook_url: str | None = WebhookUrlOption,
+    redirect_uri: list[str] = RedirectUriOption,
     sandbox: bool = typer.Option(
         False, "--sandbox", help="A sandbox partner: _test_ credentials and tokens, test stores."
     ),
@@ -50,6 +62,7 @@ def create(
             ereceipt=ereceipt,
             frame_origins=frame_origin,
             sandbox=sandbox,
+            redirect_uris=redirect_uri,
         )
         partner = registered.partner
         out = {
@@ -60,6 +73,8 @@ def create(
             "clientSecret": registered.client_secret,
             "ereceipt": partner.ereceipt,
         }
+        if partner.redirect_uris:
+            out["redirectUris"] = list(partner.redirect_uris)
         if webhook_url is not None:
             webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
             out["webhookUrl"] = webhook.url
@@ -70,6 +85,8 @@ def create(
     console.print(f"Partner [bold]{out['name']}[/bold] registered (posType {out['posType']}).")
     console.print(f"  client_id      {out['clientId']}")
     console.print(f"  client_secret  {out['clientSecret']}")
+    for uri in redirect_uri:
+        console.print(f"  redirect_uri   {uri.strip()}")
     if webhook_url is not None:
         console.print(f"  webhook_url    {out['webhookUrl']}")
         console.print(f"  webhook_secret {out['webhookSecret']}")
@@ -81,24 +98,36 @@ def create(
 @app.command("update")
 def update(
     client_id: str,
-    webhook_url: str = typer.Option(..., "--webhook-url", help=WebhookUrlOption.help),
+    webhook_url: str | None = WebhookUrlOption,
+    redirect_uri: list[str] = RedirectUriOption,
     json_output: bool = JsonOption,
 ) -> None:
-    """Change where the partner's webhook events go; its signing secret is kept (a partner
-    that had none gets one, shown this once)."""
+    """Change where the partner's webhook events go (its signing secret is kept; a partner
+    that had none gets one, shown this once), or replace its OAuth redirect URIs."""
+    if webhook_url is None and not redirect_uri:
+        console.print("[red]Give --webhook-url URL and/or --redirect-uri URL.[/red]")
+        raise typer.Exit(2)
     settings = load_settings()
+    out: dict[str, Any] = {"clientId": client_id}
     with unit_of_work(settings) as session:
-        partner = partner_by_client_id(session, client_id)
-        webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
-    out: dict[str, Any] = {"clientId": client_id, "webhookUrl": webhook.url}
-    if webhook.secret:
-        out["webhookSecret"] = webhook.secret
+        if redirect_uri:
+            partner = set_redirect_uris(session, client_id, redirect_uri)
+            out["redirectUris"] = list(partner.redirect_uris)
+        if webhook_url is not None:
+            partner = partner_by_client_id(session, client_id)
+            webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
+            out["webhookUrl"] = webhook.url
+            if webhook.secret:
+                out["webhookSecret"] = webhook.secret
     if json_output:
         print_json(out)
         return
-    console.print(f"Webhook URL of {client_id}: {webhook.url}")
-    if webhook.secret:
-        console.print(f"  webhook_secret {webhook.secret}")
+    for uri in out.get("redirectUris", []):
+        console.print(f"Redirect URI of {client_id}: {uri}")
+    if "webhookUrl" in out:
+        console.print(f"Webhook URL of {client_id}: {out['webhookUrl']}")
+    if "webhookSecret" in out:
+        console.print(f"  webhook_secret {out['webhookSecret']}")
         console.print("[yellow]The secret is shown this once.[/yellow]")
 
 

@@ -156,7 +156,8 @@ def load_consent(session: Session, *, client_id: str, integration_token: str) ->
             ) from error
         policy = _frame_policy_for_client(session, client_id)
         raise PageError(404, *_UNKNOWN_LINK, policy) from error
-    csp = framed_csp(view.frame_origins)
+    redirect = [view.oauth_redirect_uri] if view.oauth_redirect_uri else []
+    csp = framed_csp(view.frame_origins, form_targets=redirect)
     name = view.partner_name
     if view.status == "finished":
         raise PageError(

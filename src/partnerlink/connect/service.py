@@ -16,20 +16,23 @@ from typing import Literal, cast
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from partnerlink.connect.models import IntegrationToken
+from partnerlink.connect.errors import (
+    AlreadyExchanged,
+    IntegrationTokenGone,
+    InvalidGrantType,
+    MissingField,
+    NotFinished,
+    UnknownClient,
+    UnknownIntegrationToken,
+    UnknownRefreshToken,
+)
+from partnerlink.connect.models import IntegrationToken, OAuthAuthorization
 from partnerlink.db.base import utcnow
 from partnerlink.merchant.models import Profile
 from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import authenticate_partner, find_partner_by_client_id
-from partnerlink.problems import (
-    BadRequest,
-    Gone,
-    InvalidCredentials,
-    InvalidToken,
-    NotFound,
-    ValidationFailed,
-)
+from partnerlink.problems import InvalidCredentials, NotFound, ValidationFailed
 from partnerlink.security.secrets import INTEGRATION_TOKEN_PREFIX, digest, mint
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import (
@@ -42,49 +45,21 @@ from partnerlink.tokens.service import (
     issue_refresh_token,
 )
 
+__all__ = [  # the errors live in connect/errors.py; callers name them through this module too
+    "AlreadyExchanged",
+    "IntegrationTokenGone",
+    "InvalidGrantType",
+    "MissingField",
+    "NotFinished",
+    "UnknownClient",
+    "UnknownIntegrationToken",
+    "UnknownRefreshToken",
+]
+
 TokenStatus = Literal["pending", "finished", "cancelled"]
 PENDING: TokenStatus = "pending"
 FINISHED: TokenStatus = "finished"
 CANCELLED: TokenStatus = "cancelled"
-
-
-class MissingField(BadRequest):
-    code = "missing_field"
-    detail = "client_id is required"
-
-
-class InvalidGrantType(BadRequest):
-    code = "invalid_grant_type"
-    detail = "grant_type must be refresh_token."
-
-
-class NotFinished(BadRequest):
-    code = "not_finished"
-    detail = "The integration is not finished: the merchant has not approved it yet."
-
-
-class UnknownIntegrationToken(NotFound):
-    code = "unknown_integration_token"
-    detail = "Unknown integration token."
-
-
-class UnknownClient(NotFound):
-    code = "unknown_client"
-    detail = "Unknown client id."
-
-
-class AlreadyExchanged(Gone):
-    code = "already_exchanged"
-    detail = "The integration token was already exchanged; run the connection flow again."
-
-
-class IntegrationTokenGone(Gone):
-    code = "integration_token_gone"
-    detail = "The integration token expired, was cancelled or was already used."
-
-
-class UnknownRefreshToken(InvalidToken):
-    detail = "The refresh token is unknown, or the integration's access was revoked."
 
 
 @dataclass(frozen=True)
@@ -98,6 +73,8 @@ class ConsentView:
     frame_origins: list[str]
     status: str
     sandbox: bool = False
+    # Set when the consent serves an OAuth authorization request (connect/oauth_flow.py).
+    oauth_redirect_uri: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +83,8 @@ class ExchangedTokens:
     refresh_token: str
     expires_at: datetime
     ereceipt: bool
+    store_id: str = ""
+    connection_id: str = ""
 
 
 def effective_status(token: IntegrationToken, now: datetime) -> TokenStatus:
@@ -179,8 +158,29 @@ def exchange_integration_token(
     session: Session, *, partner: Partner, integration_token: str, access_ttl_seconds: int
 ) -> ExchangedTokens:
     """Exchanges a finished token, once, for access and refresh tokens of a new connection."""
-    now = utcnow()
     token = _find_token(session, partner_id=partner.id, value=integration_token)
+    if is_oauth_integration(session, integration_token_id=token.id):
+        # Its grant is the OAuth code, bound to PKCE: only POST /v1/oauth/token redeems it.
+        raise UnknownIntegrationToken()
+    return exchange_finished_token(
+        session, partner=partner, token=token, access_ttl_seconds=access_ttl_seconds
+    )
+
+
+def is_oauth_integration(session: Session, *, integration_token_id: str) -> bool:
+    found = session.scalar(
+        select(OAuthAuthorization.id).where(
+            OAuthAuthorization.integration_token_id == integration_token_id
+        )
+    )
+    return found is not None
+
+
+def exchange_finished_token(
+    session: Session, *, partner: Partner, token: IntegrationToken, access_ttl_seconds: int
+) -> ExchangedTokens:
+    """The exchange itself, shared by SPEC's endpoint and the OAuth token endpoint."""
+    now = utcnow()
     if effective_status(token, now) != FINISHED:
         raise NotFinished()
     if token.exchanged_at is not None:
@@ -220,6 +220,8 @@ def exchange_integration_token(
         refresh_token=refresh,
         expires_at=opened.expires_at,
         ereceipt=bool(partner.ereceipt and store.green_invoices),
+        store_id=store.id,
+        connection_id=opened.connection.id,
     )
 
 
@@ -252,6 +254,11 @@ def describe_consent(session: Session, *, integration_token: str, client_id: str
         frame_origins=list(partner.frame_origins or []),
         status=effective_status(token, utcnow()),
         sandbox=bool(partner.sandbox),
+        oauth_redirect_uri=session.scalar(
+            select(OAuthAuthorization.redirect_uri).where(
+                OAuthAuthorization.integration_token_id == token.id
+            )
+        ),
     )
 
 

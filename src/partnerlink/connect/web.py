@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from partnerlink.connect.consent_form import (
@@ -29,6 +29,7 @@ from partnerlink.connect.consent_form import (
     load_consent,
     signin_page,
 )
+from partnerlink.connect.oauth_web import oauth_answer
 from partnerlink.connect.service import approve_consent, decline_consent
 from partnerlink.connect.signin import authenticate_on_consent_screen
 from partnerlink.deps import SettingsDep
@@ -172,7 +173,7 @@ def approve(
     signed_in: SignedInPost,
     target: str = Form(""),
     green_invoices: str = Form(""),
-) -> HTMLResponse:
+) -> Response:
     consent, merchant_id = signed_in
     kind, _, chosen_id = target.partition(":")
     wants_receipts = consent.ereceipt_offered and green_invoices == "on"
@@ -202,6 +203,10 @@ def approve(
             error="Choose one of the stores below.",
             green_invoices=wants_receipts,
         )
+    # A consent that serves an OAuth request ends at the partner's redirect URI, with a code.
+    redirect = oauth_answer(session, settings, consent, approved=True)
+    if redirect is not None:
+        return redirect
     store = session.get(Store, store_id)
     return render(
         request,
@@ -216,7 +221,9 @@ def approve(
 
 
 @router.post("/connect/decline")
-def decline(request: Request, session: PageSessionDep, posted: ConsentPost) -> HTMLResponse:
+def decline(
+    request: Request, session: PageSessionDep, settings: SettingsDep, posted: ConsentPost
+) -> Response:
     """Declining needs no sign-in: whoever holds the link may refuse it."""
     consent = posted.consent
     try:
@@ -225,6 +232,9 @@ def decline(request: Request, session: PageSessionDep, posted: ConsentPost) -> H
         )
     except Gone as error:
         raise link_gone(consent.partner_name, consent.csp) from error
+    redirect = oauth_answer(session, settings, consent, approved=False)
+    if redirect is not None:  # RFC 6749 §4.1.2.1: error=access_denied, at the partner's URI
+        return redirect
     return render(
         request, "connect/cancelled.html", {"partner_name": consent.partner_name}, csp=consent.csp
     )

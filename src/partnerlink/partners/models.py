@@ -21,6 +21,9 @@ class Partner(Base):
     client_secret_hash: Mapped[str] = mapped_column(String(64))
     ereceipt: Mapped[bool] = mapped_column(Boolean, default=False)
     frame_origins: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # Where the OAuth authorization endpoint may send the merchant back (CONTRACT §13),
+    # compared as exact strings (RFC 6749 §3.1.2.3).
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     # A sandbox partner (CONTRACT §9): `_test_` credentials and tokens, test stores only.
     sandbox: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -42,6 +42,7 @@ def register_partner(
     ereceipt: bool = False,
     frame_origins: list[str] | None = None,
     sandbox: bool = False,
+    redirect_uris: list[str] | None = None,
 ) -> RegisteredPartner:
     """Registers an approved partner and mints its credentials."""
     if not name.strip():
@@ -51,6 +52,7 @@ def register_partner(
             "posType must be lower-case letters, digits, '-' or '_'", code="invalid_field"
         )
     origins = [frame_origin(origin) for origin in frame_origins or []]
+    redirects = checked_redirect_uris(redirect_uris or [])
     if session.scalar(select(Partner.id).where(Partner.pos_type == pos_type)):
         raise Conflict(f"posType {pos_type!r} already names a partner", code="pos_type_taken")
     secret = mint(CLIENT_SECRET_PREFIX, sandbox=sandbox)
@@ -62,6 +64,7 @@ def register_partner(
         client_secret_hash=digest(secret),
         ereceipt=ereceipt,
         frame_origins=origins,
+        redirect_uris=redirects,
     )
     session.add(partner)
     session.flush()
@@ -100,6 +103,59 @@ def frame_origin(raw: str) -> str:
     ):
         raise refused
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+MAX_REDIRECT_URI_LENGTH = 2000
+
+
+def checked_redirect_uris(raw: list[str]) -> list[str]:
+    """OAuth redirect URIs as registered: absolute http(s) URLs without a fragment.
+
+    RFC 6749 §3.1.2: the endpoint URI must be absolute and must not include a
+    fragment. The authorization endpoint then compares exact strings (§3.1.2.3),
+    so a value is kept as given (trimmed), never normalised.
+    """
+    uris: list[str] = []
+    for value in raw:
+        text = value.strip()
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parts = None
+        if (
+            parts is None
+            or parts.scheme.lower() not in ("http", "https")
+            or not parts.hostname
+            or parts.fragment
+            or "#" in text
+            or len(text) > MAX_REDIRECT_URI_LENGTH
+            or any(c in text for c in " \r\n\t\x00")
+        ):
+            raise ValidationFailed(
+                f"redirect URI {value!r} is not an absolute http or https URL without a fragment",
+                code="invalid_field",
+                errors=[
+                    {
+                        "field": "redirectUri",
+                        "message": "must be an absolute URL, e.g. https://pos.example.com/callback",
+                    }
+                ],
+            )
+        if text not in uris:
+            uris.append(text)
+    return uris
+
+
+def set_redirect_uris(session: Session, client_id: str, redirect_uris: list[str]) -> Partner:
+    """Replaces the partner's registered OAuth redirect URIs."""
+    uris = checked_redirect_uris(redirect_uris)
+    partner = find_partner_by_client_id(session, client_id)
+    if partner is None:
+        raise NotFound(f"no partner with client id {client_id}", code="unknown_client")
+    partner.redirect_uris = uris
+    session.flush()
+    return partner
 
 
 def authenticate_partner(session: Session, client_id: str, client_secret: str) -> Partner:

@@ -17,11 +17,25 @@ _BASE_POLICY = (
 CONSOLE_CSP = f"{_BASE_POLICY}; frame-ancestors 'none'"
 
 
-def framed_csp(frame_origins: list[str]) -> str:
-    """The consent screen may be framed by exactly the partner's registered origins."""
+def framed_csp(frame_origins: list[str], form_targets: list[str] | None = None) -> str:
+    """The consent screen may be framed by exactly the partner's registered origins.
+
+    `form_targets` are further origins a form may end at: an OAuth consent's last
+    form is answered with a redirect to the partner, and browsers check the
+    redirect's target against `form-action` too.
+    """
     origins = [o for o in (_clean_origin(o) for o in frame_origins) if o]
     sources = " ".join(origins) if origins else "'none'"
-    return f"{_BASE_POLICY}; frame-ancestors {sources}"
+    policy = _BASE_POLICY
+    targets = [o for o in (_clean_origin(_origin_of(u)) for u in form_targets or []) if o]
+    if targets:
+        policy = policy.replace("form-action 'self'", "form-action 'self' " + " ".join(targets))
+    return f"{policy}; frame-ancestors {sources}"
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _clean_origin(origin: str) -> str | None:
