@@ -34,6 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "db": "settings problems",
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
+        "idempotency": "db deps problems settings",
         "partners": "db problems security settings",
         "webhooks": "db partners problems security settings",
         "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
@@ -44,8 +45,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "connect": "db deps merchant partners problems security settings stores tokens web",
         "customers": "db deps merchant phones problems security settings stores tokens webhooks",
         "orders": (
-            "customers db deps merchant middleware problems security settings stores tokens"
-            " validation"
+            "customers db deps idempotency merchant middleware problems security settings stores"
+            " tokens validation"
         ),
         "receipts": "db deps orders problems security settings stores web",
         # What puts the domains together.
@@ -54,12 +55,12 @@ ALLOWED: dict[str, frozenset[str]] = {
         ),
         "apidocs": "__init__ merchant problems",
         "audiences": "console customers db deps measurement merchant orders problems receipts security stores web",
-        "measurement": "console customers db deps merchant orders problems stores web",
-        "models": "audiences connect customers db measurement merchant orders pairing partners receipts stores tokens webhooks",
+        "measurement": "console customers db deps idempotency merchant orders problems stores web",
+        "models": "audiences connect customers db idempotency measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "customers orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation worker",
+        "worker": "customers idempotency orders receipts settings webhooks",
+        "app": "__init__ apidocs audiences connect console customers db deps measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation worker",
         "cli": "__init__ audiences db log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",

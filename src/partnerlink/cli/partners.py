@@ -7,7 +7,12 @@ from typing import Any
 import typer
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
-from partnerlink.partners.service import list_partners, register_partner, rotate_client_secret
+from partnerlink.partners.service import (
+    list_partners,
+    register_partner,
+    rotate_client_secret,
+    set_requests_per_minute,
+)
 from partnerlink.webhooks.addresses import checked_webhook_url
 from partnerlink.webhooks.registration import (
     partner_by_client_id,
@@ -81,24 +86,41 @@ def create(
 @app.command("update")
 def update(
     client_id: str,
-    webhook_url: str = typer.Option(..., "--webhook-url", help=WebhookUrlOption.help),
+    webhook_url: str | None = WebhookUrlOption,
+    requests_per_minute: int | None = typer.Option(
+        None,
+        "--requests-per-minute",
+        help="The partner's own quota of /v1 requests a minute (default: the setting's).",
+    ),
     json_output: bool = JsonOption,
 ) -> None:
-    """Change where the partner's webhook events go; its signing secret is kept (a partner
-    that had none gets one, shown this once)."""
+    """Change where the partner's webhook events go (its signing secret is kept; a partner
+    that had none gets one, shown this once), or its requests-per-minute quota."""
+    if webhook_url is None and requests_per_minute is None:
+        raise typer.BadParameter("give --webhook-url, --requests-per-minute or both")
     settings = load_settings()
+    out: dict[str, Any] = {"clientId": client_id}
+    secret = None
     with unit_of_work(settings) as session:
         partner = partner_by_client_id(session, client_id)
-        webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
-    out: dict[str, Any] = {"clientId": client_id, "webhookUrl": webhook.url}
-    if webhook.secret:
-        out["webhookSecret"] = webhook.secret
+        if requests_per_minute is not None:
+            set_requests_per_minute(session, partner, requests_per_minute)
+            out["requestsPerMinute"] = requests_per_minute
+        if webhook_url is not None:
+            webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
+            out["webhookUrl"] = webhook.url
+            secret = webhook.secret
+    if secret:
+        out["webhookSecret"] = secret
     if json_output:
         print_json(out)
         return
-    console.print(f"Webhook URL of {client_id}: {webhook.url}")
-    if webhook.secret:
-        console.print(f"  webhook_secret {webhook.secret}")
+    if requests_per_minute is not None:
+        console.print(f"Requests a minute of {client_id}: {requests_per_minute}")
+    if webhook_url is not None:
+        console.print(f"Webhook URL of {client_id}: {out['webhookUrl']}")
+    if secret:
+        console.print(f"  webhook_secret {secret}")
         console.print("[yellow]The secret is shown this once.[/yellow]")
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 
 from partnerlink.deps import PageDep, SessionDep, SettingsDep
+from partnerlink.idempotency.deps import KeyedRequestDep, answered_once
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
 from partnerlink.measurement.schemas import CampaignIn, TouchesIn
@@ -22,21 +23,34 @@ router = APIRouter(tags=["Measurement"])
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 
 
+def key_scope(merchant_id: str, profile_id: str) -> str:
+    """Whose idempotency keys: the merchant's, in this profile (CONTRACT.md §13)."""
+    return f"profile:{merchant_id}:{profile_id}"
+
+
 @router.post("/profiles/{profileId}/campaigns")
 def post_campaign(
-    profileId: str, body: CampaignIn, merchant: CurrentMerchant, session: SessionDep
-) -> dict[str, Any]:
+    profileId: str,
+    body: CampaignIn,
+    merchant: CurrentMerchant,
+    session: SessionDep,
+    keyed: KeyedRequestDep,
+) -> Response:
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    campaign = service.create_campaign(
-        session,
-        profile_id=profile.id,
-        campaign_id=body.campaignId,
-        name=body.name,
-        starts_at=body.startsAt,
-        ends_at=body.endsAt,
-        holdout_percent=body.holdoutPercent,
-    )
-    return {"campaign": service.campaign_json(campaign)}
+
+    def create() -> dict[str, Any]:
+        campaign = service.create_campaign(
+            session,
+            profile_id=profile.id,
+            campaign_id=body.campaignId,
+            name=body.name,
+            starts_at=body.startsAt,
+            ends_at=body.endsAt,
+            holdout_percent=body.holdoutPercent,
+        )
+        return {"campaign": service.campaign_json(campaign)}
+
+    return answered_once(session, keyed, scope=key_scope(merchant.id, profile.id), apply=create)
 
 
 @router.get("/profiles/{profileId}/campaigns")
@@ -62,14 +76,22 @@ def post_touches(
     merchant: CurrentMerchant,
     session: SessionDep,
     settings: SettingsDep,
-) -> dict[str, Any]:
-    """At most 10,000 touches; a bad touch is rejected alone, with its index."""
+    keyed: KeyedRequestDep,
+) -> Response:
+    """At most 10,000 touches; a bad touch is rejected alone, with its index. A touch equal
+    to a stored one (campaign, identifiers, touchedAt) is counted in `duplicates`, not
+    stored again."""
     profile = owned_profile(session, merchant_id=merchant.id, profile_id=profileId)
-    return service.import_touch_batch(
+    return answered_once(
         session,
-        profile_id=profile.id,
-        records=body.touches,
-        window_days=settings.attribution_window_days,
+        keyed,
+        scope=key_scope(merchant.id, profile.id),
+        apply=lambda: service.import_touch_batch(
+            session,
+            profile_id=profile.id,
+            records=body.touches,
+            window_days=settings.attribution_window_days,
+        ),
     )
 
 

@@ -148,6 +148,16 @@ def open_connection_with_access_token(
     return OpenedConnection(connection, access_token, expires_at)
 
 
+def partner_of_token(session: Session, token_hash: str) -> str | None:
+    """The partner whose connection a token (by digest) belongs to, live or not: what a
+    request presenting it names, for its quota (tokens/quota.py)."""
+    return session.scalar(
+        select(Connection.partner_id)
+        .join(Token, Token.connection_id == Connection.id)
+        .where(Token.token_hash == token_hash)
+    )
+
+
 def issue_access_token(
     session: Session, *, connection_id: str, ttl_seconds: int | None
 ) -> tuple[str, datetime | None]:
