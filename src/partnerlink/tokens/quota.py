@@ -26,6 +26,8 @@ import binascii
 import logging
 import time
 import uuid
+from collections.abc import Callable
+from typing import Literal, TypeVar
 from urllib.parse import parse_qsl
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -42,6 +44,7 @@ from partnerlink.settings import Settings
 from partnerlink.tokens.service import partner_of_token
 
 log = logging.getLogger("partnerlink.tokens")
+T = TypeVar("T")
 
 POLICY = "default"
 QUOTA_TTL_SECONDS = 30.0
@@ -148,7 +151,7 @@ class PartnerQuotaLimit:
         return quota
 
 
-def _read(scope: Scope, query, value):  # type: ignore[no-untyped-def]
+def _read(scope: Scope, query: Callable[[Session, str], T], value: str) -> T | Literal[False]:
     """`query(session, value)` in a short session of its own; False when the database
     cannot answer (the request then goes on, and its route says what is wrong)."""
     sessions: sessionmaker[Session] = scope["app"].state.sessionmaker
