@@ -36,6 +36,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "jobs": "db settings",
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
+        "idempotency": "db deps problems settings",
         "partners": "db problems security settings",
         "webhooks": "db deps jobs partners problems security settings",
         "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
@@ -48,8 +49,8 @@ ALLOWED: dict[str, frozenset[str]] = {
             "db deps jobs merchant phones problems security settings stores tokens webhooks"
         ),
         "orders": (
-            "customers db deps merchant middleware problems security settings stores tokens"
-            " validation"
+            "customers db deps idempotency merchant middleware problems security settings stores"
+            " tokens validation"
         ),
         "receipts": "db deps jobs orders problems security settings stores web",
         # What puts the domains together.
@@ -58,18 +59,18 @@ ALLOWED: dict[str, frozenset[str]] = {
         ),
         "apidocs": "__init__ merchant problems",
         "audiences": "customers db deps measurement merchant orders problems receipts security stores web",
-        "measurement": "customers db deps merchant orders problems stores web",
+        "measurement": "customers db deps idempotency merchant orders problems stores web",
         # Ad platforms: clients (meta, google), identifiers from audiences' normalization,
         # the sync engine over the jobs leases.
         "destinations": (
             "audiences customers db deps jobs measurement merchant orders partners"
             " problems receipts security settings stores web"
         ),
-        "models": "audiences connect customers db destinations measurement merchant orders pairing partners receipts stores tokens webhooks",
+        "models": "audiences connect customers db destinations idempotency measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "customers destinations orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores validation webhooks worker",
+        "worker": "customers destinations idempotency orders receipts settings webhooks",
+        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation webhooks worker",
         "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",

@@ -54,6 +54,7 @@ from partnerlink.sandbox import api as sandbox_api
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
 from partnerlink.stores import api as stores_api
+from partnerlink.tokens.quota import PartnerQuotaLimit
 from partnerlink.validation import problem_from_validation_error
 from partnerlink.webhooks import api as webhooks_api
 from partnerlink.worker import BackgroundWorker
@@ -139,6 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # 10,000 touches with both hashes (~200 bytes each) exceed the default 1 MiB.
         larger_suffixes=(("/touches", TOUCHES_MAX_BYTES),),
     )
+    # Around the body limit and the fast lane, so that their answers carry RateLimit too.
+    app.add_middleware(PartnerQuotaLimit, settings=settings)
     app.add_middleware(SecurityHeaders, https=settings.public_url.lower().startswith("https://"))
     app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app

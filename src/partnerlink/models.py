@@ -8,11 +8,12 @@ from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
 from partnerlink.destinations.models import Destination, DestinationConversion, DestinationMember
+from partnerlink.idempotency.models import IdempotencyKey
 from partnerlink.measurement.models import Campaign
 from partnerlink.merchant.models import Merchant, MerchantSession, Profile
 from partnerlink.orders.models import Order, Touch
 from partnerlink.pairing.models import PairingCode
-from partnerlink.partners.models import Partner
+from partnerlink.partners.models import Partner, PartnerQuota
 from partnerlink.receipts.models import Receipt, SmsStop
 from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection, Token
@@ -26,6 +27,7 @@ __all__ = [
     "Destination",
     "DestinationConversion",
     "DestinationMember",
+    "IdempotencyKey",
     "IntegrationToken",
     "Merchant",
     "MerchantSession",
@@ -33,6 +35,7 @@ __all__ = [
     "Order",
     "PairingCode",
     "Partner",
+    "PartnerQuota",
     "Profile",
     "Receipt",
     "SmsStop",

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     rate_limit_storage: str = "memory://"
     pairing_failures_per_ip: str = "10/10minutes"
     pairing_failures_global: str = "1000/hour"
+    # CONTRACT §13: every partner's requests a minute, unless `partners update` set its own.
+    partner_requests_per_minute: int = Field(60000, gt=0)
     trusted_proxies: str = ""
     run_worker: bool = True
     worker_poll_seconds: float = Field(0.5, gt=0)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.customers.storage import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
+from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
@@ -48,6 +49,7 @@ def registered_tasks() -> list[tuple[str, Task]]:
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),
         ("ad platforms", sync_due_destinations),
+        ("idempotency keys", forget_expired_keys),
     ]
 
 

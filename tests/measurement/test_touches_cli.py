@@ -88,7 +88,7 @@ def test_large_file_imports_with_progress(
     assert file.stat().st_size > 1_000_000
     result = run_cli(settings, "touches", "import", str(file))
     assert result.exit_code == 0
-    assert "Imported 11999 touches; rejected 1;" in result.stdout
+    assert "Imported 11999 touches; 0 already stored; rejected 1;" in result.stdout
     assert "line 5001: not valid JSON" in result.stdout
 
 

@@ -12,6 +12,7 @@ from partnerlink.partners.service import (
     register_partner,
     rotate_client_secret,
     set_redirect_uris,
+    set_requests_per_minute,
 )
 from partnerlink.webhooks.addresses import checked_webhook_url
 from partnerlink.webhooks.registration import (
@@ -100,12 +101,20 @@ def update(
     client_id: str,
     webhook_url: str | None = WebhookUrlOption,
     redirect_uri: list[str] = RedirectUriOption,
+    requests_per_minute: int | None = typer.Option(
+        None,
+        "--requests-per-minute",
+        help="The partner's own quota of /v1 requests a minute (default: the setting's).",
+    ),
     json_output: bool = JsonOption,
 ) -> None:
     """Change where the partner's webhook events go (its signing secret is kept; a partner
-    that had none gets one, shown this once), or replace its OAuth redirect URIs."""
-    if webhook_url is None and not redirect_uri:
-        console.print("[red]Give --webhook-url URL and/or --redirect-uri URL.[/red]")
+    that had none gets one, shown this once), replace its OAuth redirect URIs, or set its
+    requests-per-minute quota."""
+    if webhook_url is None and not redirect_uri and requests_per_minute is None:
+        console.print(
+            "[red]Give --webhook-url URL, --redirect-uri URL and/or --requests-per-minute N.[/red]"
+        )
         raise typer.Exit(2)
     settings = load_settings()
     out: dict[str, Any] = {"clientId": client_id}
@@ -113,6 +122,10 @@ def update(
         if redirect_uri:
             partner = set_redirect_uris(session, client_id, redirect_uri)
             out["redirectUris"] = list(partner.redirect_uris)
+        if requests_per_minute is not None:
+            partner = partner_by_client_id(session, client_id)
+            set_requests_per_minute(session, partner, requests_per_minute)
+            out["requestsPerMinute"] = requests_per_minute
         if webhook_url is not None:
             partner = partner_by_client_id(session, client_id)
             webhook = set_webhook_url(session, settings, partner=partner, url=webhook_url)
@@ -124,6 +137,8 @@ def update(
         return
     for uri in out.get("redirectUris", []):
         console.print(f"Redirect URI of {client_id}: {uri}")
+    if "requestsPerMinute" in out:
+        console.print(f"Requests a minute of {client_id}: {requests_per_minute}")
     if "webhookUrl" in out:
         console.print(f"Webhook URL of {client_id}: {out['webhookUrl']}")
     if "webhookSecret" in out:

@@ -62,10 +62,18 @@ def import_(
         # `errors` holds the first rejected lines (the import keeps 1,000);
         # `rejected` is the exact count.
         errors = [{"line": number, "reason": reason} for number, reason in result.rejections]
-        print_json({"imported": result.imported, "rejected": result.rejected, "errors": errors})
+        print_json(
+            {
+                "imported": result.imported,
+                "duplicates": result.duplicates,
+                "rejected": result.rejected,
+                "errors": errors,
+            }
+        )
         return
     console.print(
-        f"Imported {result.imported} touches; rejected {result.rejected};"
+        f"Imported {result.imported} touches; {result.duplicates} already stored;"
+        f" rejected {result.rejected};"
         f" {result.reclassified} orders re-classified."
     )
     for number, reason in result.rejections[:SHOWN_REJECTIONS]:

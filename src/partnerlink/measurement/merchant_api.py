@@ -10,6 +10,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Response
 
 from partnerlink.deps import PageDep, ReadSessionDep, SessionDep, SettingsDep
+from partnerlink.idempotency.deps import KeyedRequestDep, answered_once
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement import service
 from partnerlink.measurement.deps import ResultsPeriod
@@ -25,18 +26,29 @@ from partnerlink.merchant.deps import OwnedProfile
 router = APIRouter(tags=["Measurement"])
 
 
+def key_scope(merchant_id: str, profile_id: str) -> str:
+    """Whose idempotency keys: the merchant's, in this profile (CONTRACT.md §13)."""
+    return f"profile:{merchant_id}:{profile_id}"
+
+
 @router.post("/profiles/{profileId}/campaigns")
-def post_campaign(profile: OwnedProfile, body: CampaignIn, session: SessionDep) -> dict[str, Any]:
-    campaign = service.create_campaign(
-        session,
-        profile_id=profile.id,
-        campaign_id=body.campaignId,
-        name=body.name,
-        starts_at=body.startsAt,
-        ends_at=body.endsAt,
-        holdout_percent=body.holdoutPercent,
-    )
-    return {"campaign": campaign_json(campaign)}
+def post_campaign(
+    profile: OwnedProfile, body: CampaignIn, session: SessionDep, keyed: KeyedRequestDep
+) -> Response:
+    def create() -> dict[str, Any]:
+        campaign = service.create_campaign(
+            session,
+            profile_id=profile.id,
+            campaign_id=body.campaignId,
+            name=body.name,
+            starts_at=body.startsAt,
+            ends_at=body.endsAt,
+            holdout_percent=body.holdoutPercent,
+        )
+        return {"campaign": campaign_json(campaign)}
+
+    scope = key_scope(profile.merchant_id, profile.id)
+    return answered_once(session, keyed, scope=scope, apply=create)
 
 
 @router.get("/profiles/{profileId}/campaigns")
@@ -58,15 +70,24 @@ def post_touches(
     body: TouchesIn,
     session: SessionDep,
     settings: SettingsDep,
-) -> dict[str, Any]:
-    """At most 10,000 touches; a bad touch is rejected alone, with its index."""
-    batch = service.import_touch_batch(
+    keyed: KeyedRequestDep,
+) -> Response:
+    """At most 10,000 touches; a bad touch is rejected alone, with its index. A touch equal
+    to a stored one (campaign, identifiers, touchedAt) is counted in `duplicates`, not
+    stored again."""
+    return answered_once(
         session,
-        profile_id=profile.id,
-        records=body.touches,
-        window_days=settings.attribution_window_days,
+        keyed,
+        scope=key_scope(profile.merchant_id, profile.id),
+        apply=lambda: touch_batch_json(
+            service.import_touch_batch(
+                session,
+                profile_id=profile.id,
+                records=body.touches,
+                window_days=settings.attribution_window_days,
+            )
+        ),
     )
-    return touch_batch_json(batch)
 
 
 @router.get("/profiles/{profileId}/results", response_model=None)

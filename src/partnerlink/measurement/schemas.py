@@ -75,6 +75,7 @@ def touch_batch_json(batch: TouchBatch) -> dict[str, Any]:
     """The answer of POST .../touches: counts, and the first rejected touches."""
     return {
         "imported": batch.imported,
+        "duplicates": batch.duplicates,
         "rejected": len(batch.errors),
         "reclassified": batch.reclassified,
         "errors": batch.errors[:SHOWN_ERRORS],

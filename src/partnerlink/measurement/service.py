@@ -117,7 +117,8 @@ def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[Touch
 
 @dataclass(frozen=True, slots=True)
 class StoredTouches:
-    imported: int
+    imported: int  # stored now
+    duplicates: int  # equal to a stored touch (or an earlier one of the same import): skipped
     reclassified: int
 
 
@@ -126,10 +127,10 @@ def store_touches(
 ) -> StoredTouches:
     """Writes a profile's touches and re-classifies the orders of the customers they match."""
     if not touches:
-        return StoredTouches(0, 0)
+        return StoredTouches(0, 0, 0)
     _ensure_campaigns(session, profile_id, touches)
     now = utcnow()
-    record_touches(
+    new = record_touches(
         session,
         [
             {
@@ -147,7 +148,7 @@ def store_touches(
     reclassified = reclassify_customers(
         as_sql(session), profile_id=profile_id, customer_ids=matched, window_days=window_days
     )
-    return StoredTouches(len(touches), reclassified)
+    return StoredTouches(new, len(touches) - new, reclassified)
 
 
 def _matched_customers(session: Session, profile_id: str, touches: Iterable[TouchRow]) -> list[int]:
@@ -169,6 +170,7 @@ class TouchBatch:
     """What POST .../touches did: `errors` holds each rejected touch's index and reason."""
 
     imported: int
+    duplicates: int  # equal to a stored touch: counted, not stored again (CONTRACT §13)
     reclassified: int
     errors: list[dict[str, Any]]
 
@@ -189,7 +191,12 @@ def import_touch_batch(
     stored = store_touches(
         session, profile_id=profile_id, touches=accepted, window_days=window_days
     )
-    return TouchBatch(imported=stored.imported, reclassified=stored.reclassified, errors=errors)
+    return TouchBatch(
+        imported=stored.imported,
+        duplicates=stored.duplicates,
+        reclassified=stored.reclassified,
+        errors=errors,
+    )
 
 
 KEPT_REJECTIONS = 1000  # line numbers kept for the report; the count is always exact
@@ -198,6 +205,7 @@ KEPT_REJECTIONS = 1000  # line numbers kept for the report; the count is always 
 @dataclass
 class LinesImport:
     imported: int = 0
+    duplicates: int = 0
     rejected: int = 0
     reclassified: int = 0
     # (line number, reason) of the first KEPT_REJECTIONS rejected lines
@@ -251,6 +259,7 @@ def _write_lines(
             session, profile_id=profile_id, touches=touches, window_days=window_days
         )
         result.imported += stored.imported
+        result.duplicates += stored.duplicates
         result.reclassified += stored.reclassified
     batch.clear()
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from partnerlink.db.engine import committed_session
 from partnerlink.deps import SessionDep
-from partnerlink.orders.batch import apply_batch
+from partnerlink.idempotency.deps import KeyedRequestDep
+from partnerlink.idempotency.service import IdempotencyKeyReused, KeyedRequest
+from partnerlink.orders.batch import apply_batch, apply_batch_once
 from partnerlink.orders.schemas import (
     ACCEPTED,
     OrderAccepted,
@@ -127,6 +131,7 @@ async def post_order(
         **problem_responses(
             field_problem("orders", "List should have at least 1 item after validation, not 0"),
             InvalidToken,
+            IdempotencyKeyReused,
             PayloadTooLarge,
             Unavailable,
         ),
@@ -137,7 +142,8 @@ async def post_order_batch(
     batch: OrderBatchIn,
     request: Request,
     token: Annotated[str, Depends(authenticated_token)],
-) -> dict[str, Any]:
+    keyed: KeyedRequestDep,
+) -> Response:
     """Each order is validated and stored exactly as `POST /v1/orders` would: same
     fields and rules, same customer matching, same e-receipt (one SMS per closed order
     with a phone when the store has e-receipts on). An invalid order gets `status` 400
@@ -147,9 +153,25 @@ async def post_order_batch(
     The body counts against `PARTNERLINK_MAX_BODY_BYTES` (default 1 MiB) like every
     request: a larger body answers 413 `payload_too_large` and stores nothing. 1,000
     orders of ~1 KB each exceed it: send smaller batches, or raise the setting.
+
+    With an `Idempotency-Key` header, the batch is applied in one transaction together with
+    the key's record: sent again with the same key and body within 24 h, it answers the
+    first answer again (`Idempotent-Replayed: true`) and applies nothing.
     """
+    if keyed is not None:
+        return await run_in_threadpool(_apply_once, request.app, token, batch.orders, keyed)
     results = await apply_batch(order_pipeline(request.app), token=token, orders=batch.orders)
-    return {"statusCode": 200, "results": results}
+    return JSONResponse({"statusCode": 200, "results": results})
+
+
+def _apply_once(app: FastAPI, token: str, orders: list[Any], keyed: KeyedRequest) -> Response:
+    """The keyed batch in the request's one unit of work (db.engine.committed_session, the
+    commit helper of deps.get_session): this route takes no SessionDep, since the shared
+    pipeline of unkeyed batches needs SQLite's one connection while the route waits."""
+    with committed_session(app.state.sessionmaker) as session:
+        return apply_batch_once(
+            session, app.state.settings, token=token, orders=orders, keyed=keyed
+        )
 
 
 async def authenticated_token(request: Request) -> str:

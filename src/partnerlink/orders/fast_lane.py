@@ -22,8 +22,8 @@ would have accepted, and what both accept is the same order (JSON read by
 pydantic accepts less than Python's `json` module does, never more: what it
 refuses, the route judges).
 
-It sits inside the other middleware (metrics, security headers, body size
-limit: see app.py), which see its requests as the route's.
+It sits inside the other middleware (metrics, security headers, the partner
+quota, body size limit: see app.py), which see its requests as the route's.
 """
 
 from __future__ import annotations

@@ -10,7 +10,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    func,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
@@ -85,3 +94,16 @@ class Touch(Base):
     phone_sha256: Mapped[str | None] = mapped_column(String(64))
     touched_at: Mapped[datetime] = mapped_column(UTCDateTime)
     imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+# A touch is stored once (CONTRACT §13): equal profile, campaign, identifier hashes and time.
+# NULL hashes compare as "" (a unique index holds NULLs distinct). Migration 0021.
+Index(
+    "uq_touches_content",
+    Touch.profile_id,
+    Touch.campaign_id,
+    func.coalesce(Touch.email_sha256, ""),
+    func.coalesce(Touch.phone_sha256, ""),
+    Touch.touched_at,
+    unique=True,
+)

@@ -11,17 +11,36 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, or_
+from sqlalchemy import delete, or_
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from partnerlink.orders.models import Touch
 
+# Rows per INSERT: 6 columns each stays far below SQLite's and PostgreSQL's parameter limits.
+ROWS_PER_INSERT = 1000
 
-def record_touches(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+
+def record_touches(session: Session, rows: Sequence[dict[str, Any]]) -> int:
     """Inserts touches: dicts of Touch's columns (profile_id, campaign_id, email_sha256,
-    phone_sha256, touched_at, imported_at)."""
-    if rows:
-        session.execute(insert(Touch), list(rows))
+    phone_sha256, touched_at, imported_at); how many were new.
+
+    A touch equal to a stored one, or to an earlier one of `rows` (same profile, campaign,
+    identifier hashes and time: the unique index `uq_touches_content`), is skipped by
+    `ON CONFLICT DO NOTHING`, which also settles two imports racing with the same touch.
+    """
+    insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    new = 0
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        statement = (
+            insert(Touch)
+            .values(list(rows[start : start + ROWS_PER_INSERT]))
+            .on_conflict_do_nothing()
+            .returning(Touch.id)
+        )
+        new += len(session.execute(statement).all())
+    return new
 
 
 def erase_touches(session: Session, *, profile_id: str, hashes: Collection[str]) -> None:

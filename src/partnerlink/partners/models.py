@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, String, false
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
@@ -36,3 +36,16 @@ class Partner(Base):
     webhook_previous_secret_nonce: Mapped[str | None] = mapped_column(String(64))
     webhook_previous_secret_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartnerQuota(Base):
+    """A partner's own quota of requests per minute (CONTRACT §13), where it is not the
+    setting's (`PARTNERLINK_PARTNER_REQUESTS_PER_MINUTE`). A table of its own rather than
+    a partners column: a partner row stays what every revision's tests build."""
+
+    __tablename__ = "partner_quotas"
+
+    partner_id: Mapped[str] = mapped_column(
+        ForeignKey("partners.id", ondelete="CASCADE"), primary_key=True
+    )
+    requests_per_minute: Mapped[int] = mapped_column(Integer)

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.partners.models import Partner
+from partnerlink.partners.models import Partner, PartnerQuota
 from partnerlink.problems import Conflict, InvalidCredentials, NotFound, ValidationFailed
 from partnerlink.security.secrets import (
     CLIENT_ID_PREFIX,
@@ -186,3 +186,43 @@ def rotate_client_secret(session: Session, client_id: str) -> str:
     partner.client_secret_hash = digest(secret)
     session.flush()
     return secret
+
+
+@dataclass(frozen=True, slots=True)
+class ClientKey:
+    """What tells whether client credentials name a partner: its id and secret digest."""
+
+    partner_id: str
+    client_secret_hash: str
+    active: bool
+
+
+def client_key(session: Session, client_id: str) -> ClientKey | None:
+    row = session.execute(
+        select(Partner.id, Partner.client_secret_hash, Partner.active).where(
+            Partner.client_id == client_id
+        )
+    ).one_or_none()
+    return None if row is None else ClientKey(row[0], row[1], bool(row[2]))
+
+
+def requests_per_minute(session: Session, partner_id: str) -> int | None:
+    """The partner's own quota (CONTRACT §13); None: the setting's applies."""
+    return session.scalar(
+        select(PartnerQuota.requests_per_minute).where(PartnerQuota.partner_id == partner_id)
+    )
+
+
+def set_requests_per_minute(session: Session, partner: Partner, quota: int) -> None:
+    """Sets the partner's own requests-per-minute quota (at least 1)."""
+    if quota < 1:
+        raise ValidationFailed(
+            "requests per minute: at least 1",
+            errors=[{"field": "requestsPerMinute", "message": "at least 1"}],
+        )
+    row = session.get(PartnerQuota, partner.id)
+    if row is None:
+        session.add(PartnerQuota(partner_id=partner.id, requests_per_minute=quota))
+    else:
+        row.requests_per_minute = quota
+    session.flush()

@@ -43,7 +43,8 @@ REDIS_TIMEOUT_SECONDS = 1.0
 
 
 @lru_cache(maxsize=8)
-def _storage(uri: str) -> Storage:
+def shared_storage(uri: str) -> Storage:
+    """The `limits` storage at `uri`, one per process (memory, or Redis shared by all)."""
     options: dict[str, float] = {}
     if uri.startswith(("redis://", "rediss://", "redis+")):
         options = {
@@ -61,7 +62,7 @@ class FailureBudget:
     def __init__(self, name: str, limit: str, storage_uri: str) -> None:
         self.name = name
         self.item: RateLimitItem = parse(limit)
-        self.limiter = MovingWindowRateLimiter(_storage(storage_uri))
+        self.limiter = MovingWindowRateLimiter(shared_storage(storage_uri))
         self._lock = threading.Lock()
         self._unreachable_since: float | None = None
         self._last_warning = 0.0

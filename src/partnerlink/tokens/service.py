@@ -125,6 +125,16 @@ class OpenedConnection:
     expires_at: datetime | None
 
 
+def partner_of_token(session: Session, token_hash: str) -> str | None:
+    """The partner whose connection a token (by digest) belongs to, live or not: what a
+    request presenting it names, for its quota (tokens/quota.py)."""
+    return session.scalar(
+        select(Connection.partner_id)
+        .join(Token, Token.connection_id == Connection.id)
+        .where(Token.token_hash == token_hash)
+    )
+
+
 def issue_access_token(
     session: Session, *, connection_id: str, ttl_seconds: int | None
 ) -> tuple[str, datetime | None]:

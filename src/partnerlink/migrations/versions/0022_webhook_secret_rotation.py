@@ -9,14 +9,14 @@ they cannot be turned into Standard Webhooks secrets here). `webhook_events` gai
 index for one partner's deliveries, newest first (`GET /v1/webhooks/deliveries`).
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

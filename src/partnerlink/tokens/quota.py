@@ -1,0 +1,191 @@
+"""Every `/v1` request that names a partner counts against its quota (CONTRACT.md §13).
+
+A request names a partner by an access token (`Authorization: Bearer`, or the legacy
+`?access_token=`) of one of its connections, live or not, or by its client credentials
+(`client_id` and `client_secret` in the query, or HTTP Basic) when the secret is right:
+a client id alone, which is not secret, spends nobody's quota. Its answer carries
+`RateLimit-Policy` and `RateLimit` in the form of draft-ietf-httpapi-ratelimit-headers-10/-11
+(Sept. 2025 / May 2026; §3 "RateLimit-Policy": a structured-field List of quoted policy
+names with `q` (quota) and `w` (window, seconds); §4 "RateLimit": the same name with `r`
+(remaining) and `t` (seconds until the quota resets)), e.g.
+`RateLimit-Policy: "default";q=60000;w=60` and `RateLimit: "default";r=59990;t=42`.
+Over the quota it answers 429 `rate_limited` with `Retry-After` (= `t`), and the request
+goes no further. A request that names no partner (none given, an unknown token, a wrong
+secret) counts against nothing and its answer carries neither field.
+
+An ASGI middleware around the orders' fast lane: the hot path pays a digest, two
+dictionary look-ups and a counter (security/request_quota.py); who a token names and a
+partner's quota are read from the database once and kept (quotas for QUOTA_TTL_SECONDS,
+so `partners update --requests-per-minute` applies within that on every process).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Literal, TypeVar
+from urllib.parse import parse_qsl
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from partnerlink.deps import bearer_credentials
+from partnerlink.partners.service import ClientKey, client_key, requests_per_minute
+from partnerlink.problems import RateLimited, problem_from
+from partnerlink.security.request_quota import WINDOW_SECONDS, RequestQuota
+from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX, digest, matches
+from partnerlink.settings import Settings
+from partnerlink.tokens.service import partner_of_token
+
+log = logging.getLogger("partnerlink.tokens")
+T = TypeVar("T")
+
+POLICY = "default"
+QUOTA_TTL_SECONDS = 30.0
+CLIENT_TTL_SECONDS = 30.0  # a rotated secret is seen within this
+MAX_CACHED = 100_000
+_UNKNOWN = ""  # cached for a token that names no partner
+
+
+class PartnerQuotaLimit:
+    """ASGI middleware: counts, answers 429 over the quota, adds the RateLimit fields."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings) -> None:
+        self.app = app
+        self.default_quota = settings.partner_requests_per_minute
+        storage = settings.rate_limit_storage
+        # A memory storage is one per process; apps sharing a process (tests) count apart.
+        name = f"quota-{uuid.uuid4().hex[:12]}" if storage.startswith("memory") else "quota"
+        self.counter = RequestQuota(name, storage)
+        self.token_partners: dict[str, str] = {}  # token digest -> partner id (or _UNKNOWN)
+        self.clients: dict[str, tuple[ClientKey | None, float]] = {}
+        self.quotas: dict[str, tuple[int, float]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        partner_id = await self._named_partner(scope)
+        if partner_id is None:
+            await self.app(scope, receive, send)
+            return
+        quota = await self._quota(scope, partner_id)
+        verdict = self.counter.count(partner_id, quota)
+        fields = [
+            (b"ratelimit-policy", f'"{POLICY}";q={quota};w={WINDOW_SECONDS}'.encode()),
+            (b"ratelimit", f'"{POLICY}";r={verdict.remaining};t={verdict.reset_seconds}'.encode()),
+        ]
+        if not verdict.allowed:
+            refusal = problem_from(
+                RateLimited(
+                    verdict.reset_seconds,
+                    f"Over your quota of {quota} requests a minute; retry after the reset.",
+                )
+            )
+            refusal.raw_headers.extend(fields)
+            await refusal(scope, receive, send)
+            return
+
+        async def send_with_fields(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *fields]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_fields)
+
+    async def _named_partner(self, scope: Scope) -> str | None:
+        token, client_id, client_secret = _credentials(scope)
+        if token:
+            key = digest(token)
+            partner_id = self.token_partners.get(key)
+            if partner_id is None:
+                found = await run_in_threadpool(_read, scope, partner_of_token, key)
+                if found is False:  # the database could not say: not kept
+                    return None
+                partner_id = found or _UNKNOWN
+                if len(self.token_partners) >= MAX_CACHED:
+                    self.token_partners.clear()
+                self.token_partners[key] = partner_id
+            return partner_id or None
+        if client_id and client_secret:
+            client = await self._client(scope, client_id)
+            if (
+                client is not None
+                and client.active
+                and matches(client_secret, client.client_secret_hash)
+            ):
+                return client.partner_id
+        return None
+
+    async def _client(self, scope: Scope, client_id: str) -> ClientKey | None:
+        now = time.monotonic()
+        cached = self.clients.get(client_id)
+        if cached is not None and now - cached[1] < CLIENT_TTL_SECONDS:
+            return cached[0]
+        found = await run_in_threadpool(_read, scope, client_key, client_id)
+        if found is False:
+            return None
+        if len(self.clients) >= MAX_CACHED:
+            self.clients.clear()
+        self.clients[client_id] = (found, now)
+        return found
+
+    async def _quota(self, scope: Scope, partner_id: str) -> int:
+        now = time.monotonic()
+        cached = self.quotas.get(partner_id)
+        if cached is not None and now - cached[1] < QUOTA_TTL_SECONDS:
+            return cached[0]
+        own = await run_in_threadpool(_read, scope, requests_per_minute, partner_id)
+        if own is False:  # keep what was known, or the setting, until the database answers
+            return cached[0] if cached else self.default_quota
+        quota = own or self.default_quota
+        if len(self.quotas) >= MAX_CACHED:
+            self.quotas.clear()
+        self.quotas[partner_id] = (quota, now)
+        return quota
+
+
+def _read(scope: Scope, query: Callable[[Session, str], T], value: str) -> T | Literal[False]:
+    """`query(session, value)` in a short session of its own; False when the database
+    cannot answer (the request then goes on, and its route says what is wrong)."""
+    sessions: sessionmaker[Session] = scope["app"].state.sessionmaker
+    try:
+        with sessions() as session:
+            return query(session, value)
+    except SQLAlchemyError as error:
+        log.warning("partner quota: could not read %s: %s", query.__name__, type(error).__name__)
+        return False
+
+
+def _credentials(scope: Scope) -> tuple[str, str, str]:
+    """The access token, client id and client secret a request presents ("" for none)."""
+    token = client_id = client_secret = ""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            text = value.decode("latin-1")
+            token = bearer_credentials(text)
+            if text[:6].lower() == "basic ":
+                client_id, client_secret = _basic(text[6:].strip())
+            break
+    query = scope["query_string"]
+    if query and (b"access_token=" in query or b"client_" in query):
+        params = dict(parse_qsl(query.decode("latin-1")))
+        token = token or params.get("access_token", "")
+        client_id = client_id or params.get("client_id", "")
+        client_secret = client_secret or params.get("client_secret", "")
+    return (token if token.startswith(ACCESS_TOKEN_PREFIX) else ""), client_id, client_secret
+
+
+def _basic(encoded: str) -> tuple[str, str]:
+    try:
+        decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return "", ""
+    client_id, _, secret = decoded.partition(":")
+    return client_id, secret

@@ -1,0 +1,125 @@
+"""Partner quotas and the RateLimit fields on /v1 (CONTRACT.md §13, tokens/quota.py)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from partnerlink.app import create_app
+from partnerlink.partners.service import set_requests_per_minute
+from partnerlink.settings import Settings
+from tests.factories import ConnectedStoreFixture, create_connected_store
+from tests.orders.builders import order_body
+
+POLICY = re.compile(r'^"default";q=(\d+);w=60$')
+REMAINING = re.compile(r'^"default";r=(\d+);t=(\d+)$')
+
+
+def credentials(shop: ConnectedStoreFixture) -> dict[str, str]:
+    return {"client_id": shop.partner.client_id, "client_secret": shop.partner.client_secret}
+
+
+def limit_partner(session: Session, shop: ConnectedStoreFixture, quota: int) -> None:
+    set_requests_per_minute(session, shop.partner.partner, quota)
+    session.commit()
+
+
+def remaining(answer: object) -> int:
+    found = REMAINING.match(answer.headers["RateLimit"])  # type: ignore[attr-defined]
+    assert found, answer.headers  # type: ignore[attr-defined]
+    return int(found.group(1))
+
+
+def test_answers_that_name_a_partner_carry_both_fields(
+    client: TestClient, session: Session
+) -> None:
+    shop = create_connected_store(session)
+    answers = [
+        client.get("/v1/stores", headers=shop.auth),
+        client.post("/v1/orders", headers=shop.auth, json=order_body("Q-1")),  # the fast lane
+        client.post("/v1/orders", headers=shop.auth, json={"orderId": "bad"}),  # its refusal
+        client.get("/v1/connections", params=credentials(shop)),
+        client.get("/v1/stores", params={"access_token": shop.access_token}),
+    ]
+    for answer in answers:
+        policy = POLICY.match(answer.headers["RateLimit-Policy"])
+        assert policy and policy.group(1) == "60000", answer.headers
+        t = int(REMAINING.match(answer.headers["RateLimit"]).group(2))  # type: ignore[union-attr]
+        assert 1 <= t <= 60
+    assert [remaining(a) for a in answers] == [59999, 59998, 59997, 59996, 59995]
+    assert answers[1].status_code == 200 and answers[2].status_code == 400
+
+
+def test_answers_that_name_no_partner_carry_neither_and_count_nothing(
+    client: TestClient, session: Session
+) -> None:
+    shop = create_connected_store(session)
+    limit_partner(session, shop, 1)
+    unnamed = [
+        client.get("/v1/stores"),
+        client.get("/v1/stores", headers={"Authorization": "Bearer plk_at_unknown"}),
+        client.get("/v1/connections", params=credentials(shop) | {"client_secret": "wrong"}),
+        client.get("/v1/connections", params={"client_id": shop.partner.client_id}),
+    ]
+    for answer in unnamed:
+        assert answer.status_code in (400, 403)
+        assert "RateLimit" not in answer.headers and "RateLimit-Policy" not in answer.headers
+    merchant = client.get("/merchant/api/profiles")
+    assert "RateLimit" not in merchant.headers
+    # The one request of its quota is still there: wrong secrets spent nothing.
+    assert client.get("/v1/stores", headers=shop.auth).status_code == 200
+
+
+def test_over_the_quota_answers_429_with_retry_after_and_the_fields(
+    client: TestClient, session: Session
+) -> None:
+    shop = create_connected_store(session)
+    other = create_connected_store(session, email="other@example.com", pos_type="other-pos")
+    limit_partner(session, shop, 3)
+
+    allowed = [client.get("/v1/stores", headers=shop.auth) for _ in range(3)]
+    refused = client.post("/v1/orders", headers=shop.auth, json=order_body("Q-9"))
+    by_credentials = client.get("/v1/connections", params=credentials(shop))
+
+    assert [a.status_code for a in allowed] == [200, 200, 200]
+    assert [remaining(a) for a in allowed] == [2, 1, 0]
+    for answer in (refused, by_credentials):
+        assert answer.status_code == 429
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert answer.json()["code"] == "rate_limited"
+        assert answer.json()["success"] is False
+        assert POLICY.match(answer.headers["RateLimit-Policy"]).group(1) == "3"  # type: ignore[union-attr]
+        assert remaining(answer) == 0
+        t = int(REMAINING.match(answer.headers["RateLimit"]).group(2))  # type: ignore[union-attr]
+        assert answer.headers["Retry-After"] == str(t)
+    # Nothing of the refused order was stored; another partner is not limited.
+    assert client.get("/v1/orders", headers=other.auth, params={"orderId": "Q-9"}).status_code in (
+        403,
+        404,
+    )
+    assert client.get("/v1/stores", headers=other.auth).status_code == 200
+
+
+def test_a_redis_storage_shares_the_count_between_two_app_instances(
+    settings: Settings, session: Session
+) -> None:
+    shared = settings.model_copy(
+        update={"rate_limit_storage": "redis://127.0.0.1:6379/0", "run_worker": False}
+    )
+    shop = create_connected_store(session, pos_type=f"pos-{uuid.uuid4().hex[:8]}")
+    limit_partner(session, shop, 4)
+    with TestClient(create_app(shared)) as first, TestClient(create_app(shared)) as second:
+        codes = [
+            first.get("/v1/stores", headers=shop.auth).status_code,
+            second.get("/v1/stores", headers=shop.auth).status_code,
+            first.get("/v1/stores", headers=shop.auth).status_code,
+            second.get("/v1/stores", headers=shop.auth).status_code,
+        ]
+        over = second.get("/v1/stores", headers=shop.auth)
+        over_too = first.get("/v1/stores", headers=shop.auth)
+    assert codes == [200, 200, 200, 200]
+    assert over.status_code == over_too.status_code == 429
+    assert over.json()["code"] == "rate_limited" and "Retry-After" in over.headers
