@@ -259,6 +259,10 @@ export interface paths {
          *     The body counts against `PARTNERLINK_MAX_BODY_BYTES` (default 1 MiB) like every
          *     request: a larger body answers 413 `payload_too_large` and stores nothing. 1,000
          *     orders of ~1 KB each exceed it: send smaller batches, or raise the setting.
+         *
+         *     With an `Idempotency-Key` header, the batch is applied in one transaction together with
+         *     the key's record: sent again with the same key and body within 24 h, it answers the
+         *     first answer again (`Idempotent-Replayed: true`) and applies nothing.
          */
         post: operations["post_order_batch_v1_orders_batch_post"];
         delete?: never;
@@ -680,6 +684,11 @@ export interface components {
              * @description Enables the SMS e-receipt; E.164 preferred.
              */
             customerPhoneNumber?: string | null;
+            /**
+             * Customerpostalcode
+             * @description The customer's postal code, kept on the customer (a match key for Google's audiences); the order does not store it.
+             */
+            customerPostalCode?: string | null;
             /**
              * Ordercurrency
              * @description ISO 4217 currency code.
@@ -1869,7 +1878,10 @@ export interface operations {
                  */
                 access_token?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description 1 to 255 characters of your choice (a UUID): the same key with the same body within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and applies nothing; with another body, 409 `idempotency_key_reused`. */
+                "Idempotency-Key"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1920,6 +1932,15 @@ export interface operations {
             };
             /** @description Forbidden — code `invalid_token` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict — code `idempotency_key_reused` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2208,6 +2229,12 @@ export interface operations {
                      * @example +14155552671
                      */
                     phoneNumber?: string | null;
+                    /**
+                     * Postalcode
+                     * @description Stored trimmed; a match key for Google's audiences.
+                     * @example 94105
+                     */
+                    postalCode?: string | null;
                 }[];
             };
         };
