@@ -117,7 +117,6 @@ def test_merchant_lists_the_profile_customers_newest_first(
         "lastName",
         "city",
         "countryCode",
-        "postalCode",
     }
     assert first["email"] == "a@example.com" and first["countryCode"] == "US"
     assert isinstance(first["id"], str)

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from partnerlink.measurement.models import Campaign
 from partnerlink.orders.models import Touch
 from tests.factories import ConnectedStoreFixture, create_profile
-from tests.measurement.test_api import ADA_HASH, base, count
+from tests.measurement.test_merchant_api import ADA_HASH, base, count
 
 TOUCH = {"campaignId": "spring", "touchedAt": "2024-05-09T10:00:00Z", "emailSha256": ADA_HASH}
 

@@ -40,6 +40,7 @@ def _customer_json(customer: Customer) -> dict[str, Any]:
     """The merchant API's customer, with the id as stored (a number) and its own times."""
     return {
         **customer_json(customer),
+        "postalCode": customer.postal_code,
         "id": customer.id,
         "createdAt": customer.created_at.isoformat(),
         "updatedAt": customer.updated_at.isoformat(),

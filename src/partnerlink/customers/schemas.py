@@ -65,7 +65,8 @@ class UploadStatusOut(BaseModel):
 
 
 def customer_json(customer: Customer) -> dict[str, Any]:
-    """The merchant API's shape of a customer (CONTRACT.md §4)."""
+    """The merchant API's shape of a customer: exactly CONTRACT.md §4's fields (the optional
+    postalCode shows in a person's data export, which holds everything)."""
     return {
         "id": str(customer.id),
         "email": customer.email,
@@ -74,7 +75,6 @@ def customer_json(customer: Customer) -> dict[str, Any]:
         "lastName": customer.last_name,
         "city": customer.city,
         "countryCode": customer.country_code,
-        "postalCode": customer.postal_code,
     }
 
 

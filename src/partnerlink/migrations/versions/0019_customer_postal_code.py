@@ -15,11 +15,12 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ADD/DROP COLUMN, never a batch copy: on SQLite a copy of `customers` would drop
+# the old table, and its foreign keys (orders ON DELETE SET NULL, opt-outs CASCADE) would
+# detach every order and lose every opt-out.
 def upgrade() -> None:
-    with op.batch_alter_table("customers") as batch:
-        batch.add_column(sa.Column("postal_code", sa.String(length=16), nullable=True))
+    op.add_column("customers", sa.Column("postal_code", sa.String(length=16), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("customers") as batch:
-        batch.drop_column("postal_code")
+    op.drop_column("customers", "postal_code")

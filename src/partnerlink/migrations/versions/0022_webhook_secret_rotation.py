@@ -21,19 +21,20 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ADD/DROP COLUMN, never a batch copy: on SQLite a copy of `partners` drops the old
+# table, and ON DELETE CASCADE would take integration tokens, connections and tokens along.
 def upgrade() -> None:
-    with op.batch_alter_table("partners", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("webhook_previous_secret_nonce", sa.String(length=64), nullable=True)
-        )
-        batch_op.add_column(
-            sa.Column("webhook_previous_secret_until", sa.DateTime(timezone=True), nullable=True)
-        )
+    op.add_column(
+        "partners", sa.Column("webhook_previous_secret_nonce", sa.String(length=64), nullable=True)
+    )
+    op.add_column(
+        "partners",
+        sa.Column("webhook_previous_secret_until", sa.DateTime(timezone=True), nullable=True),
+    )
     op.create_index("ix_webhook_events_partner", "webhook_events", ["partner_id", "seq"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_webhook_events_partner", table_name="webhook_events")
-    with op.batch_alter_table("partners", schema=None) as batch_op:
-        batch_op.drop_column("webhook_previous_secret_until")
-        batch_op.drop_column("webhook_previous_secret_nonce")
+    op.drop_column("partners", "webhook_previous_secret_until")
+    op.drop_column("partners", "webhook_previous_secret_nonce")
