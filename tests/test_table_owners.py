@@ -54,8 +54,6 @@ KNOWN_EXCEPTIONS: frozenset[tuple[str, str, str]] = frozenset(
     {
         # The token look-up reads the store with the token in one statement (orders' hot path).
         ("tokens/service.py", "stores", "SQL text"),
-        # The receipt outbox rows are written in the order's own transaction.
-        ("orders/receipt_outbox.py", "receipts", "SQL text"),
         # Erasure (CONTRACT §8) deletes and scrubs a person's rows in every domain.
         ("audiences/choices.py", "customers", "ORM write"),
         ("audiences/choices.py", "orders", "ORM write"),

@@ -38,6 +38,7 @@ from partnerlink.merchant import merchant_api
 from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
+from partnerlink.orders import web as orders_web
 from partnerlink.orders.fast_lane import OrdersFastLane
 from partnerlink.orders.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
@@ -49,7 +50,6 @@ from partnerlink.problems import (
     problem_response,
 )
 from partnerlink.receipts import twilio_callbacks
-from partnerlink.receipts import web as receipts_web
 from partnerlink.sandbox import api as sandbox_api
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
@@ -190,7 +190,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(oauth_web.router, include_in_schema=False)
     # RFC 8414's fixed address: an exception to the 403 outside /v1 (CONTRACT §13).
     app.include_router(oauth_api.metadata_router)
-    app.include_router(receipts_web.router, include_in_schema=False)
+    app.include_router(orders_web.router, include_in_schema=False)
     # Twilio's callbacks (delivery status, STOP/START replies), signed by Twilio.
     app.include_router(twilio_callbacks.router)
     app.include_router(sms_replies.router)

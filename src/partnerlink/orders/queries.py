@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, select
 
 from partnerlink.db.raw import Statement
 from partnerlink.orders.conversion import (
@@ -20,6 +20,7 @@ from partnerlink.orders.conversion import (
     conversion_case,
 )
 from partnerlink.orders.models import Order
+from partnerlink.stores.models import Store
 
 # Written on every store of an order; the rest (identity, conversion, received_at) only once.
 UPDATED_COLUMNS = (
@@ -116,6 +117,10 @@ def find_order(*, store_id: str, partner_id: str, order_id: str) -> Select[Order
     return select(Order).where(
         Order.store_id == store_id, Order.partner_id == partner_id, Order.order_id == order_id
     )
+
+
+def order_with_store(order_pk: ColumnElement[int]) -> Select[Order, Store]:
+    return select(Order, Store).join(Store, Store.id == Order.store_id).where(Order.id == order_pk)
 
 
 def recent_orders(*, store_id: str, limit: int) -> Select[str, int, str, str | None, str, datetime]:

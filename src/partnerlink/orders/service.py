@@ -27,19 +27,10 @@ from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
 from partnerlink.orders.models import Order
-from partnerlink.orders.receipt_outbox import (
-    DueReceipt,
-    order_visible,
-    queue_receipts,
-    receipt_phone,
-)
 from partnerlink.orders.schemas import OrderIn
-
-# receipts/view.py still reads these two here; they are replies' parts, so they live in
-# schemas.py (the receipts package is to import them from there).
-from partnerlink.orders.schemas import local_time as local_time
-from partnerlink.orders.schemas import store_snapshot as store_snapshot
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
+from partnerlink.receipts.outbox import DueReceipt, queue_receipts, receipt_phone
+from partnerlink.receipts.queries import order_pk_of_link
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import (
@@ -273,6 +264,31 @@ def read_order(
     if order is None or not order_visible(order, store):
         raise NotFound("No such order, or it is not a closed order with a customer phone.")
     return order, store
+
+
+def order_visible(order: Order, store: Store) -> bool:
+    """The gates of GET /v1/orders and of the receipt page, checked when they are opened:
+    the e-receipt rule (receipts/outbox.py) holds for the order as it stands now."""
+    due_to = receipt_phone(
+        green_invoices=store.green_invoices,
+        order_status=order.order_status,
+        phone=order.customer_phone_number,
+        default_region=store.country_code,
+    )
+    return due_to is not None
+
+
+def open_receipt(session: Session, *, order_id: str, key: str | None) -> tuple[Order, Store] | None:
+    """The order behind a receipt link and its store, or None (unknown, wrong key, or
+    gated off): one statement."""
+    order_pk = order_pk_of_link(order_id=order_id, key=key)
+    if order_pk is None:
+        return None
+    row = session.execute(queries.order_with_store(order_pk)).first()
+    if row is None:
+        return None
+    order, store = row
+    return (order, store) if order_visible(order, store) else None
 
 
 def recent_orders(session: Session, *, store_id: str, limit: int) -> list[Any]:

@@ -18,6 +18,10 @@ class Receipt(Base):
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     # Unique: never more than one SMS per order, whatever races or retries happen.
     order_pk: Mapped[int] = mapped_column(ForeignKey("orders.id", ondelete="CASCADE"), unique=True)
+    # The partner's order id, copied from the order when the receipt is written, so that
+    # messages, logs and `sms list` name the order without reading orders (NULL never
+    # after migration 0024's backfill; nullable only because SQLite adds columns so).
+    order_id: Mapped[str | None] = mapped_column(String(200))
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
     # SHA-256 of the random 128-bit key in the link; the page looks receipts up by it.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)

@@ -17,8 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
-from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
 from partnerlink.receipts.models import Receipt, SmsStop
+from partnerlink.receipts.outbox import FAILED, PENDING, SENT
 from partnerlink.security.identifier_digests import (
     identifier_digest,
     identifier_digest_sql,

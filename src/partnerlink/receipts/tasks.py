@@ -27,9 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink import jobs
 from partnerlink.db.base import utcnow
-from partnerlink.orders.models import Order
-from partnerlink.orders.receipt_outbox import FAILED, PENDING, SENT
 from partnerlink.receipts.models import Receipt
+from partnerlink.receipts.outbox import FAILED, PENDING, SENT
 from partnerlink.receipts.providers import (
     Delivery,
     Message,
@@ -103,16 +102,6 @@ def _due(
     return due
 
 
-def _order_ids(session: Session, pks: list[int]) -> dict[int, str]:
-    """The partner's order ids of the given orders, for log lines and messages."""
-    return {
-        pk: order_id
-        for pk, order_id in session.execute(
-            select(Order.id, Order.order_id).where(Order.id.in_(pks))
-        )
-    }
-
-
 def _record_in_outbox(
     sessions: sessionmaker[Session],
     outbox: OutboxProvider,
@@ -146,15 +135,13 @@ def _record_in_outbox(
                 last_error=None,
                 lease_until=None,
             )
-            .returning(Receipt.id, Receipt.order_pk, Receipt.to_phone, Receipt.body)
+            .returning(Receipt.id, Receipt.order_id, Receipt.to_phone, Receipt.body)
             .execution_options(synchronize_session=False)
         ).all()
         if not rows:
             return 0
-        order_ids = _order_ids(session, [row.order_pk for row in rows])
     for row in rows:
-        order_id = order_ids.get(row.order_pk, "?")
-        outbox.send(Message(row.id, order_id, row.to_phone or "", row.body))
+        outbox.send(Message(row.id, row.order_id or "?", row.to_phone or "", row.body))
     return len(rows)
 
 
@@ -173,7 +160,7 @@ def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int
             now=now,
             returning=[
                 Receipt.id,
-                Receipt.order_pk,
+                Receipt.order_id,
                 Receipt.to_phone,
                 Receipt.body,
                 Receipt.link,
@@ -182,11 +169,10 @@ def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int
         )
         if not rows:
             return []
-        order_ids = _order_ids(session, [row.order_pk for row in rows])
     return [
         _Claimed(
             id=row.id,
-            order_id=order_ids.get(row.order_pk, "?"),
+            order_id=row.order_id or "?",
             to=row.to_phone or "",
             body=row.body,
             link=row.link,

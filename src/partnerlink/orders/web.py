@@ -4,6 +4,7 @@ Served at /receipts/inv/ (the default receipt address) and at /connect/inv/,
 SPEC.md's older variant, for a deployment that sets PARTNERLINK_RECEIPT_URL
 to the connect address. A missing or wrong key gets the very same 404 page
 as an unknown order, so a link cannot be probed for which orders exist.
+The page shows an order; the link's key is the receipt's (receipts/queries.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from partnerlink.deps import SessionDep
-from partnerlink.receipts.queries import open_receipt
-from partnerlink.receipts.view import receipt_context
+from partnerlink.orders.receipt_view import receipt_context
+from partnerlink.orders.service import open_receipt
 
 router = APIRouter()
 
@@ -37,9 +38,8 @@ def receipt_page(order_id: str, session: SessionDep, key: ReceiptKey = None) -> 
     opened = open_receipt(session, order_id=order_id, key=key)
     if opened is None:
         return not_found_page()
-    html = _templates.get_template("receipts/receipt.html").render(
-        r=receipt_context(opened.order, opened.store)
-    )
+    order, store = opened
+    html = _templates.get_template("receipts/receipt.html").render(r=receipt_context(order, store))
     return HTMLResponse(html)
 
 

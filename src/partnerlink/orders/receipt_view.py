@@ -13,7 +13,7 @@ from babel import Locale
 from babel.dates import format_date, format_time
 
 from partnerlink.orders.models import Order
-from partnerlink.orders.service import local_time, store_snapshot
+from partnerlink.orders.schemas import local_time, store_snapshot
 from partnerlink.stores.models import Store
 from partnerlink.web.money import format_money, locale_for
 

@@ -1,9 +1,10 @@
 """The e-receipt rule (SPEC.md) and the receipt rows an order writes (the outbox).
 
 A receipt row is written in the same transaction as the order that causes it
-(transactional outbox); the worker sends it later. `receipts.order_pk` is
-unique, so an order has one receipt, hence one SMS, whatever races or re-sends
-happen.
+(transactional outbox): orders calls `queue_receipts` on its own connection, one
+statement for the whole batch; the worker (receipts/tasks.py) sends it later.
+`receipts.order_pk` is unique, so an order has one receipt, hence one SMS,
+whatever races or re-sends happen.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from urllib.parse import quote
 from partnerlink.customers.normalize import normalize_phone
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
-from partnerlink.orders.models import Order
 from partnerlink.security.secrets import digest
 from partnerlink.settings import Settings
-from partnerlink.stores.models import Store
 
 CLOSED = "CLOSED"
 PENDING, SENT, FAILED = "pending", "sent", "failed"
@@ -49,17 +48,6 @@ def receipt_phone(
     return normalize_phone(phone, default_region)
 
 
-def order_visible(order: Order, store: Store) -> bool:
-    """The gates of GET /v1/orders and of the receipt page, checked when they are opened."""
-    due_to = receipt_phone(
-        green_invoices=store.green_invoices,
-        order_status=order.order_status,
-        phone=order.customer_phone_number,
-        default_region=store.country_code,
-    )
-    return due_to is not None
-
-
 def receipt_link(settings: Settings, *, order_id: str, key: str) -> str:
     return f"{settings.effective_receipt_url}/inv/{quote(order_id, safe='')}?k={key}"
 
@@ -70,7 +58,7 @@ class DueReceipt:
 
     order_pk: int
     store_id: str
-    order_id: str
+    order_id: str  # the partner's: kept on the receipt for messages, logs and `sms list`
     store_name: str
     to_phone: str  # E.164, from receipt_phone
 
@@ -90,6 +78,7 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
     link = receipt_link(settings, order_id=due.order_id, key=key)
     return {
         "order_pk": due.order_pk,
+        "order_id": due.order_id,
         "store_id": due.store_id,
         "key_hash": digest(key),
         "to_phone": due.to_phone,
@@ -102,8 +91,8 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
 
 # ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one.
 _INSERT_RECEIPT = Statement(
-    "INSERT INTO receipts (order_pk, store_id, key_hash, to_phone, body, link, status,"
-    " last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk, :store_id,"
-    " :key_hash, :to_phone, :body, :link, :status, NULL, 0, :now, :now)"
+    "INSERT INTO receipts (order_pk, order_id, store_id, key_hash, to_phone, body, link,"
+    " status, last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk,"
+    " :order_id, :store_id, :key_hash, :to_phone, :body, :link, :status, NULL, 0, :now, :now)"
     " ON CONFLICT (order_pk) DO NOTHING RETURNING id"
 )
