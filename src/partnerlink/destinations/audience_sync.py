@@ -13,17 +13,18 @@ lease: a sync cut short keeps what it did, and the next one sends only the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from contextlib import suppress
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
-from partnerlink.audiences.service import EXPORT_CHUNK, plan_export
+from partnerlink.audiences.service import EXPORT_CHUNK, ExportPlan, plan_export
 from partnerlink.destinations import queries
-from partnerlink.destinations.identifiers import Identity
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender
+from partnerlink.destinations.senders import AudienceSender, Sent
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
 
@@ -42,7 +43,12 @@ def _exclusion(session: Session, destination: Destination) -> Callable[[int], bo
 
 
 class _Batches:
-    """Rows waiting to be sent, a platform request's worth at a time."""
+    """Rows waiting to be sent, a platform request's worth at a time.
+
+    A request is made on `caller`'s thread while this one reads and hashes the next
+    customers (the request's time is mostly the platform's and the network's). Only one
+    is ever in flight, and it is recorded (in this thread) before the next one goes, so
+    requests go, and are recorded, in the same order as one at a time."""
 
     def __init__(
         self,
@@ -52,6 +58,7 @@ class _Batches:
         batch: int,
         lease: Lease,
         report: Report,
+        caller: Executor,
     ) -> None:
         self.sessions = sessions
         self.destination = destination
@@ -59,8 +66,10 @@ class _Batches:
         self.batch = batch
         self.lease = lease
         self.report = report
+        self.caller = caller
         self.adds: Pending = []
         self.removes: Pending = []
+        self.in_flight: tuple[bool, Pending, Future[Sent]] | None = None
 
     def queue(self, adds: Pending, removes: Pending) -> None:
         self.removes += removes
@@ -74,38 +83,58 @@ class _Batches:
     def finish(self) -> None:
         self.send_removes()
         self.send_adds()
+        self.record()
 
     def send_removes(self) -> None:
         while self.removes:
             part, self.removes = self.removes[: self.batch], self.removes[self.batch :]
-            sent = self.sender.remove([row for _, row in part])
-            with self.sessions.begin() as session:
-                connection = session.connection()
-                queries.forget_members(connection, self.destination.id, [c for c, _ in part])
-                queries.add_to_counters(
-                    connection, self.destination.id, sent_removed=len(part), members=-len(part)
-                )
-                self.lease.renew(session)
-            self.report.add(sent.report)
+            self.send(False, part)
 
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            sent = self.sender.add([row for _, row in part])
-            with self.sessions.begin() as session:
-                connection = session.connection()
+            self.send(True, part)
+
+    def send(self, adding: bool, part: Pending) -> None:
+        self.record()
+        call = self.sender.add if adding else self.sender.remove
+        self.in_flight = (adding, part, self.caller.submit(call, [row for _, row in part]))
+
+    def record_if_taken(self) -> None:
+        """After a failure elsewhere: records the request in flight if the platform took
+        it, and raises nothing more."""
+        if self.in_flight is not None:
+            with suppress(Exception):
+                self.record()
+
+    def record(self) -> None:
+        """Waits for the request in flight, then records what the platform took."""
+        if self.in_flight is None:
+            return
+        adding, part, call = self.in_flight
+        self.in_flight = None
+        sent = call.result()  # the platform's refusal is raised here
+        with self.sessions.begin() as session:
+            connection = session.connection()
+            destination_id = self.destination.id
+            if adding:
                 queries.remember_members(
-                    connection, self.destination.id, self.destination.profile_id, part
+                    connection, destination_id, self.destination.profile_id, part
                 )
                 queries.add_to_counters(
                     connection,
-                    self.destination.id,
+                    destination_id,
                     sent_added=sent.taken - sent.rejected,
                     sent_rejected=sent.rejected,
                     members=len(part),
                 )
-                self.lease.renew(session)
-            self.report.add(sent.report)
+            else:
+                queries.forget_members(connection, destination_id, [c for c, _ in part])
+                queries.add_to_counters(
+                    connection, destination_id, sent_removed=len(part), members=-len(part)
+                )
+            self.lease.renew(session)
+        self.report.add(sent.report)
 
 
 def sync_audience(
@@ -128,7 +157,25 @@ def sync_audience(
             digest_key=digest_key,
         )
         excluded = _exclusion(session, destination)
-    batches = _Batches(sessions, destination, sender, batch, lease, report)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
+        batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
+        try:
+            _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
+        except Exception:
+            batches.record_if_taken()  # what the platform took is kept, as ever
+            raise
+    return report
+
+
+def _send_chunks(
+    sessions: sessionmaker[Session],
+    destination: Destination,
+    sender: AudienceSender,
+    plan: ExportPlan,
+    excluded: Callable[[int], bool],
+    digest_key: bytes,
+    batches: _Batches,
+) -> None:
     after = 0
     while True:
         with sessions() as session:
@@ -149,12 +196,9 @@ def sync_audience(
             break
         after = until
     batches.finish()
-    return report
 
 
 def _rows(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
 ) -> dict[int, str]:
-    return {
-        int(row[0]): sender.row(Identity(*row[1:])) for row in rows if not excluded(int(row[0]))
-    }
+    return {int(row[0]): sender.row(row[1:]) for row in rows if not excluded(int(row[0]))}

@@ -24,7 +24,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -101,6 +101,9 @@ def held_members(
 
 # PostgreSQL takes a batch's ids and rows as two arrays: one statement of two parameters
 # rather than 10,000 bound values (a DELETE's IN list, an executemany's 10,000 INSERTs).
+# The rows go as one text split by the server at line ends (no stored row holds one:
+# hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
+# text array element by element in Python, ~0.14 s a 10,000-row batch against ~0.01.
 _FORGET_POSTGRES = text(
     "DELETE FROM destination_members WHERE destination_id = :destination_id "
     "AND customer_id = ANY(CAST(:ids AS bigint[]))"
@@ -108,7 +111,8 @@ _FORGET_POSTGRES = text(
 _REMEMBER_POSTGRES = text(
     "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent) "
     "SELECT :destination_id, held.customer_id, :profile_id, held.sent "
-    "FROM unnest(CAST(:ids AS bigint[]), CAST(:rows AS text[])) AS held(customer_id, sent) "
+    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n')) "
+    "AS held(customer_id, sent) "
     "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent"
 )
 
@@ -133,18 +137,20 @@ def remember_members(
     one upsert, not a delete then an insert."""
     if not rows:
         return
-    if connection.dialect.name == "postgresql":
+    lines = "\n".join(sent for _, sent in rows)
+    if connection.dialect.name == "postgresql" and lines.count("\n") == len(rows) - 1:
         connection.execute(
             _REMEMBER_POSTGRES,
             {
                 "destination_id": destination_id,
                 "profile_id": profile_id,
                 "ids": [customer_id for customer_id, _ in rows],
-                "rows": [sent for _, sent in rows],
+                "rows": lines,
             },
         )
         return
-    statement = sqlite.insert(members)
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(members)
     connection.execute(
         statement.on_conflict_do_update(
             index_elements=[members.c.destination_id, members.c.customer_id],
