@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from contextlib import suppress
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,7 +23,7 @@ from partnerlink.audiences.service import EXPORT_CHUNK, ExportPlan, plan_export
 from partnerlink.destinations import queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender, Sent
+from partnerlink.destinations.senders import AudienceSender
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
 
@@ -45,10 +44,13 @@ def _exclusion(session: Session, destination: Destination) -> Callable[[int], bo
 class _Batches:
     """Rows waiting to be sent, a platform request's worth at a time.
 
-    A request is made on `caller`'s thread while this one reads and hashes the next
-    customers (the request's time is mostly the platform's and the network's). Only one
-    is ever in flight, and it is recorded (in this thread) before the next one goes, so
-    requests go, and are recorded, in the same order as one at a time."""
+    A request is made, and what the platform took recorded, on `caller`'s thread while
+    this one reads and hashes the next customers (the request's time is mostly the
+    platform's, the recording's mostly the database's). Only one is ever in flight, and
+    the next goes only once it is recorded, so requests go and are recorded in the same
+    order as one at a time, and a failure stops the sync as before. Should this thread
+    fail meanwhile, the request in flight is still recorded (leaving the `with` block
+    waits for it)."""
 
     def __init__(
         self,
@@ -69,7 +71,7 @@ class _Batches:
         self.caller = caller
         self.adds: Pending = []
         self.removes: Pending = []
-        self.in_flight: tuple[bool, Pending, Future[Sent]] | None = None
+        self.in_flight: Future[None] | None = None
 
     def queue(self, adds: Pending, removes: Pending) -> None:
         self.removes += removes
@@ -83,7 +85,7 @@ class _Batches:
     def finish(self) -> None:
         self.send_removes()
         self.send_adds()
-        self.record()
+        self.wait()
 
     def send_removes(self) -> None:
         while self.removes:
@@ -96,24 +98,19 @@ class _Batches:
             self.send(True, part)
 
     def send(self, adding: bool, part: Pending) -> None:
-        self.record()
-        call = self.sender.add if adding else self.sender.remove
-        self.in_flight = (adding, part, self.caller.submit(call, [row for _, row in part]))
+        self.wait()
+        self.in_flight = self.caller.submit(self.call_and_record, adding, part)
 
-    def record_if_taken(self) -> None:
-        """After a failure elsewhere: records the request in flight if the platform took
-        it, and raises nothing more."""
+    def wait(self) -> None:
+        """Until the request in flight is sent and recorded; its failure is raised here."""
         if self.in_flight is not None:
-            with suppress(Exception):
-                self.record()
+            call, self.in_flight = self.in_flight, None
+            call.result()
 
-    def record(self) -> None:
-        """Waits for the request in flight, then records what the platform took."""
-        if self.in_flight is None:
-            return
-        adding, part, call = self.in_flight
-        self.in_flight = None
-        sent = call.result()  # the platform's refusal is raised here
+    def call_and_record(self, adding: bool, part: Pending) -> None:
+        """On the caller's thread: one request, then what the platform took is recorded."""
+        rows = [row for _, row in part]
+        sent = self.sender.add(rows) if adding else self.sender.remove(rows)
         with self.sessions.begin() as session:
             connection = session.connection()
             destination_id = self.destination.id
@@ -159,11 +156,7 @@ def sync_audience(
         excluded = _exclusion(session, destination)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
         batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
-        try:
-            _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
-        except Exception:
-            batches.record_if_taken()  # what the platform took is kept, as ever
-            raise
+        _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
     return report
 
 
