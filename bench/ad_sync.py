@@ -1,7 +1,7 @@
 """Benchmark: syncing ad-platform destinations against the local Meta server (CONTRACT §11).
 
     PYTHONPATH=src:. .venv/bin/python bench/ad_sync.py [--customers 1000000] [--orders 100000]
-        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile DIR]
 
 Fills a fresh database with customers (generated in SQL), starts the local Meta stand-in
 (tests/destinations/fake_meta.py) in a process of its own, and runs `partnerlink
