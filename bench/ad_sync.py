@@ -1,7 +1,7 @@
 """Benchmark: syncing ad-platform destinations against the local Meta server (CONTRACT §11).
 
     PYTHONPATH=src:. .venv/bin/python bench/ad_sync.py [--customers 1000000] [--orders 100000]
-        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile DIR]
 
 Fills a fresh database with customers (generated in SQL), starts the local Meta stand-in
 (tests/destinations/fake_meta.py) in a process of its own, and runs `partnerlink
@@ -137,21 +137,33 @@ def high_water():
 settings = Settings()
 sessions = make_sessionmaker(make_engine(settings.database_url))
 idle = high_water()
+profile = sys.argv[2] if len(sys.argv) > 2 else ""
+if profile:
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
 started = time.perf_counter()
 outcome = sync_now(sessions, settings, sys.argv[1])
 seconds = time.perf_counter() - started
+if profile:
+    profiler.disable()
+    profiler.dump_stats(profile)
 print(json.dumps({"seconds": seconds, "idle": idle, "peak": high_water(), "result": outcome.result}))
 """
 
 
 def sync(
-    env: dict[str, str], database_url: str, destination_id: str
+    env: dict[str, str], database_url: str, destination_id: str, profile: str = ""
 ) -> tuple[float, float, dict[str, Any]]:
     """What `partnerlink destinations sync ID` does, in a process of its own (timed from
     after its imports, which take tens of seconds on a loaded machine): (seconds, peak RSS
-    MiB, the destination as the merchant API shows it)."""
+    MiB, the destination as the merchant API shows it). With `profile`, cProfile's
+    statistics of the sync are written to that file (and slow it down)."""
     done = subprocess.run(
-        [sys.executable, "-c", SYNC, destination_id], env=env, capture_output=True, check=False
+        [sys.executable, "-c", SYNC, destination_id, profile],
+        env=env,
+        capture_output=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"sync failed: {done.stderr.decode()[-2000:]}")
@@ -227,6 +239,12 @@ def main() -> None:
     parser.add_argument("--customers", type=int, default=1_000_000)
     parser.add_argument("--orders", type=int, default=100_000)
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="write cProfile statistics of each sync to DIR (first.prof, again.prof, "
+        "conversions.prof; read them with `python -m pstats`); slows the syncs down",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="plk-bench-") as tmp:
         database_url, drop_database = fresh_database(args.database_url, Path(tmp))
@@ -247,6 +265,13 @@ def main() -> None:
             fake.terminate()
             fake.wait(timeout=30)
             drop_database()
+
+
+def _profile(args: argparse.Namespace, name: str) -> str:
+    if not args.profile:
+        return ""
+    Path(args.profile).mkdir(parents=True, exist_ok=True)
+    return str(Path(args.profile).resolve() / f"{name}.prof")
 
 
 def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Path) -> None:
@@ -277,7 +302,7 @@ def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Pa
             "target": {"audienceId": fake_meta.AUDIENCE_ID},
         },
     )
-    seconds, peak, answer = sync(env, database_url, audience)
+    seconds, peak, answer = sync(env, database_url, audience, _profile(args, "first"))
     members = answer["destination"]["members"]
     rate = members / seconds
     print(
@@ -294,7 +319,7 @@ def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Pa
     )
 
     changed = change_one_percent(database_url, profile_id)
-    again, peak_again, answer = sync(env, database_url, audience)
+    again, peak_again, answer = sync(env, database_url, audience, _profile(args, "again"))
     sent = answer["destination"]["sent"]
     print(
         f"incremental sync after {changed:,} phones changed (1%): {again:.1f} s = "
@@ -313,7 +338,7 @@ def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Pa
             "target": {"datasetId": fake_meta.DATASET_ID},
         },
     )
-    seconds, peak, answer = sync(env, database_url, conversions)
+    seconds, peak, answer = sync(env, database_url, conversions, _profile(args, "conversions"))
     events = answer["destination"]["sent"]["events"]
     rate = events / seconds
     print(

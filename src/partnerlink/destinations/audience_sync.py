@@ -13,14 +13,14 @@ lease: a sync cut short keeps what it did, and the next one sends only the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
-from partnerlink.audiences.service import EXPORT_CHUNK, plan_export
+from partnerlink.audiences.service import EXPORT_CHUNK, ExportPlan, plan_export
 from partnerlink.destinations import queries
-from partnerlink.destinations.identifiers import Identity
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender
@@ -42,7 +42,15 @@ def _exclusion(session: Session, destination: Destination) -> Callable[[int], bo
 
 
 class _Batches:
-    """Rows waiting to be sent, a platform request's worth at a time."""
+    """Rows waiting to be sent, a platform request's worth at a time.
+
+    A request is made, and what the platform took recorded, on `caller`'s thread while
+    this one reads and hashes the next customers (the request's time is mostly the
+    platform's, the recording's mostly the database's). Only one is ever in flight, and
+    the next goes only once it is recorded, so requests go and are recorded in the same
+    order as one at a time, and a failure stops the sync as before. Should this thread
+    fail meanwhile, the request in flight is still recorded (leaving the `with` block
+    waits for it)."""
 
     def __init__(
         self,
@@ -52,6 +60,7 @@ class _Batches:
         batch: int,
         lease: Lease,
         report: Report,
+        caller: Executor,
     ) -> None:
         self.sessions = sessions
         self.destination = destination
@@ -59,8 +68,10 @@ class _Batches:
         self.batch = batch
         self.lease = lease
         self.report = report
+        self.caller = caller
         self.adds: Pending = []
         self.removes: Pending = []
+        self.in_flight: Future[None] | None = None
 
     def queue(self, adds: Pending, removes: Pending) -> None:
         self.removes += removes
@@ -74,38 +85,53 @@ class _Batches:
     def finish(self) -> None:
         self.send_removes()
         self.send_adds()
+        self.wait()
 
     def send_removes(self) -> None:
         while self.removes:
             part, self.removes = self.removes[: self.batch], self.removes[self.batch :]
-            sent = self.sender.remove([row for _, row in part])
-            with self.sessions.begin() as session:
-                connection = session.connection()
-                queries.forget_members(connection, self.destination.id, [c for c, _ in part])
-                queries.add_to_counters(
-                    connection, self.destination.id, sent_removed=len(part), members=-len(part)
-                )
-                self.lease.renew(session)
-            self.report.add(sent.report)
+            self.send(False, part)
 
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            sent = self.sender.add([row for _, row in part])
-            with self.sessions.begin() as session:
-                connection = session.connection()
+            self.send(True, part)
+
+    def send(self, adding: bool, part: Pending) -> None:
+        self.wait()
+        self.in_flight = self.caller.submit(self.call_and_record, adding, part)
+
+    def wait(self) -> None:
+        """Until the request in flight is sent and recorded; its failure is raised here."""
+        if self.in_flight is not None:
+            call, self.in_flight = self.in_flight, None
+            call.result()
+
+    def call_and_record(self, adding: bool, part: Pending) -> None:
+        """On the caller's thread: one request, then what the platform took is recorded."""
+        rows = [row for _, row in part]
+        sent = self.sender.add(rows) if adding else self.sender.remove(rows)
+        with self.sessions.begin() as session:
+            connection = session.connection()
+            destination_id = self.destination.id
+            if adding:
                 queries.remember_members(
-                    connection, self.destination.id, self.destination.profile_id, part
+                    connection, destination_id, self.destination.profile_id, part
                 )
                 queries.add_to_counters(
                     connection,
-                    self.destination.id,
+                    destination_id,
                     sent_added=sent.taken - sent.rejected,
                     sent_rejected=sent.rejected,
                     members=len(part),
                 )
-                self.lease.renew(session)
-            self.report.add(sent.report)
+            else:
+                queries.forget_members(connection, destination_id, [c for c, _ in part])
+                queries.add_to_counters(
+                    connection, destination_id, sent_removed=len(part), members=-len(part)
+                )
+            self.lease.renew(session)
+        self.report.add(sent.report)
 
 
 def sync_audience(
@@ -128,7 +154,21 @@ def sync_audience(
             digest_key=digest_key,
         )
         excluded = _exclusion(session, destination)
-    batches = _Batches(sessions, destination, sender, batch, lease, report)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
+        batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
+        _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
+    return report
+
+
+def _send_chunks(
+    sessions: sessionmaker[Session],
+    destination: Destination,
+    sender: AudienceSender,
+    plan: ExportPlan,
+    excluded: Callable[[int], bool],
+    digest_key: bytes,
+    batches: _Batches,
+) -> None:
     after = 0
     while True:
         with sessions() as session:
@@ -149,12 +189,9 @@ def sync_audience(
             break
         after = until
     batches.finish()
-    return report
 
 
 def _rows(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
 ) -> dict[int, str]:
-    return {
-        int(row[0]): sender.row(Identity(*row[1:])) for row in rows if not excluded(int(row[0]))
-    }
+    return {int(row[0]): sender.row(row[1:]) for row in rows if not excluded(int(row[0]))}

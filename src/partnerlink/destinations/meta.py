@@ -149,7 +149,10 @@ class MetaClient:
         batches = list(chunks(rows, MAX_AUDIENCE_ROWS))
         for seq, batch in enumerate(batches, start=1):
             body = {
-                "payload": {"schema": list(META_SCHEMA), "data": [list(row) for row in batch]},
+                "payload": {
+                    "schema": list(META_SCHEMA),
+                    "data": list(batch),
+                },  # a tuple is a JSON array too
                 "session": {
                     "session_id": report.session_id,
                     "batch_seq": seq,

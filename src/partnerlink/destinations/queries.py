@@ -11,11 +11,25 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    Table,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
+from partnerlink.db.base import UTCDateTime
 from partnerlink.destinations.models import (
     NEEDS_ATTENTION,
     Destination,
@@ -85,24 +99,63 @@ def held_members(
     return {int(row[0]): row[1] for row in connection.execute(statement)}
 
 
+# PostgreSQL takes a batch's ids and rows as two arrays: one statement of two parameters
+# rather than 10,000 bound values (a DELETE's IN list, an executemany's 10,000 INSERTs).
+# The rows go as one text split by the server at line ends (no stored row holds one:
+# hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
+# text array element by element in Python, ~0.14 s a 10,000-row batch against ~0.01.
+_FORGET_POSTGRES = text(
+    "DELETE FROM destination_members WHERE destination_id = :destination_id "
+    "AND customer_id = ANY(CAST(:ids AS bigint[]))"
+)
+_REMEMBER_POSTGRES = text(
+    "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent) "
+    "SELECT :destination_id, held.customer_id, :profile_id, held.sent "
+    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n')) "
+    "AS held(customer_id, sent) "
+    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent"
+)
+
+
 def forget_members(connection: Connection, destination_id: str, ids: Sequence[int]) -> None:
-    if ids:
-        connection.execute(
-            delete(members).where(
-                members.c.destination_id == destination_id, members.c.customer_id.in_(ids)
-            )
+    if not ids:
+        return
+    if connection.dialect.name == "postgresql":
+        connection.execute(_FORGET_POSTGRES, {"destination_id": destination_id, "ids": list(ids)})
+        return
+    connection.execute(
+        delete(members).where(
+            members.c.destination_id == destination_id, members.c.customer_id.in_(ids)
         )
+    )
 
 
 def remember_members(
     connection: Connection, destination_id: str, profile_id: str, rows: Sequence[tuple[int, str]]
 ) -> None:
-    """The rows the platform now holds (each replacing what was held for its customer)."""
+    """The rows the platform now holds (each replacing what was held for its customer):
+    one upsert, not a delete then an insert."""
     if not rows:
         return
-    forget_members(connection, destination_id, [customer_id for customer_id, _ in rows])
+    lines = "\n".join(sent for _, sent in rows)
+    if connection.dialect.name == "postgresql" and lines.count("\n") == len(rows) - 1:
+        connection.execute(
+            _REMEMBER_POSTGRES,
+            {
+                "destination_id": destination_id,
+                "profile_id": profile_id,
+                "ids": [customer_id for customer_id, _ in rows],
+                "rows": lines,
+            },
+        )
+        return
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(members)
     connection.execute(
-        insert(members),
+        statement.on_conflict_do_update(
+            index_elements=[members.c.destination_id, members.c.customer_id],
+            set_={"sent": statement.excluded.sent},
+        ),
         [
             {
                 "destination_id": destination_id,
@@ -182,6 +235,13 @@ def conversions_due(
     return list(connection.execute(statement).all())
 
 
+_REMEMBER_CONVERSIONS_POSTGRES = text(
+    "INSERT INTO destination_conversions (destination_id, order_row_id, profile_id, sent_at) "
+    "SELECT :destination_id, sent.order_row_id, :profile_id, :sent_at "
+    "FROM unnest(CAST(:ids AS bigint[])) AS sent(order_row_id)"
+).bindparams(bindparam("sent_at", type_=UTCDateTime()))
+
+
 def remember_conversions(
     connection: Connection,
     destination_id: str,
@@ -189,16 +249,28 @@ def remember_conversions(
     order_ids: Sequence[int],
     now: datetime,
 ) -> None:
-    if order_ids:
+    if not order_ids:
+        return
+    if connection.dialect.name == "postgresql":
         connection.execute(
-            insert(conversions),
-            [
-                {
-                    "destination_id": destination_id,
-                    "order_row_id": order_id,
-                    "profile_id": profile_id,
-                    "sent_at": now,
-                }
-                for order_id in order_ids
-            ],
+            _REMEMBER_CONVERSIONS_POSTGRES,
+            {
+                "destination_id": destination_id,
+                "profile_id": profile_id,
+                "sent_at": now,
+                "ids": list(order_ids),
+            },
         )
+        return
+    connection.execute(
+        insert(conversions),
+        [
+            {
+                "destination_id": destination_id,
+                "order_row_id": order_id,
+                "profile_id": profile_id,
+                "sent_at": now,
+            }
+            for order_id in order_ids
+        ],
+    )
