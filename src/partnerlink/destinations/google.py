@@ -46,11 +46,11 @@ from partnerlink.destinations.google_oauth import (
     token_key,
 )
 from partnerlink.destinations.platform import (
+    PlatformClient,
     PlatformError,
     chunks,
     garbage_answer,
     json_object,
-    platform_client,
     redacted,
     retry_after_seconds,
     transport_error,
@@ -143,7 +143,7 @@ def google_purchase_event(
     }
 
 
-class GoogleClient:
+class GoogleClient(PlatformClient):
     name = "Google"
 
     def __init__(
@@ -160,18 +160,7 @@ class GoogleClient:
         self.credentials = credentials
         self.tokens = tokens
         self._token_key = token_key(token_url, credentials)
-        self._own_client = client is None
-        self.client = client or platform_client()
-
-    def close(self) -> None:
-        if self._own_client:
-            self.client.close()
-
-    def __enter__(self) -> GoogleClient:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
+        super().__init__(client)
 
     # -- audiences and events --------------------------------------------------------
 

@@ -25,11 +25,11 @@ from typing import Any
 import httpx
 
 from partnerlink.destinations.platform import (
+    PlatformClient,
     PlatformError,
     chunks,
     garbage_answer,
     json_object,
-    platform_client,
     redacted,
     retry_after_seconds,
     transport_error,
@@ -105,7 +105,7 @@ def meta_purchase_event(
     }
 
 
-class MetaClient:
+class MetaClient(PlatformClient):
     """One access token's calls. `client` is shared by the caller or made here."""
 
     name = "Meta"
@@ -120,18 +120,7 @@ class MetaClient:
     ) -> None:
         self.base = f"{graph_url.rstrip('/')}/{api_version.strip('/')}"
         self.access_token = access_token
-        self._own_client = client is None
-        self.client = client or platform_client()
-
-    def close(self) -> None:
-        if self._own_client:
-            self.client.close()
-
-    def __enter__(self) -> MetaClient:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
+        super().__init__(client)
 
     # -- audiences -------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import email.utils
 import math
 import time
 from collections.abc import Iterable, Sequence
-from typing import Literal, TypeVar
+from typing import Literal, Self, TypeVar
 
 import httpx
 
@@ -79,6 +79,25 @@ def platform_client(
     return httpx.Client(
         timeout=timeout, follow_redirects=False, trust_env=False, transport=transport
     )
+
+
+class PlatformClient:
+    """What Meta's and Google's clients share: the HTTP client they are given (the worker's,
+    with its connections kept between syncs) or one of their own, closed with them."""
+
+    def __init__(self, client: httpx.Client | None) -> None:
+        self._own_client = client is None
+        self.client = client or platform_client()
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink import jobs
 from partnerlink.db.base import utcnow
 from partnerlink.destinations import queries
 from partnerlink.destinations.engine import Outcome, sync_destination
@@ -28,62 +28,45 @@ log = logging.getLogger("partnerlink.destinations")
 
 POOL_THREADS = 4
 
+_threads = jobs.JobThreads(POOL_THREADS, name="ad-sync")
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
 _http: dict[float, httpx.Client] = {}
-_in_flight: set[Future[Outcome]] = set()
 
 
-def _shared(settings: Settings) -> tuple[ThreadPoolExecutor, httpx.Client]:
-    """The worker's thread pool, and one HTTP client (its connection pool) per timeout."""
-    global _pool
+def _http_client(settings: Settings) -> httpx.Client:
+    """One HTTP client (its connection pool) per timeout, shared by the syncs."""
     timeout = settings.ad_request_timeout_seconds
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="ad-sync")
         if timeout not in _http:
             _http[timeout] = platform_client(
                 connect_seconds=min(5.0, timeout), request_seconds=timeout
             )
-        return _pool, _http[timeout]
-
-
-def _forget(future: Future[Outcome]) -> None:
-    with _lock:
-        _in_flight.discard(future)
+        return _http[timeout]
 
 
 def _sync_logged(
     sessions: sessionmaker[Session], settings: Settings, destination_id: str, lease: datetime
 ) -> Outcome:
-    _pool_unused, http = _shared(settings)
-    outcome = sync_destination(sessions, settings, destination_id, lease, http)
+    outcome = sync_destination(sessions, settings, destination_id, lease, _http_client(settings))
     log.info("destination %s: %s", destination_id, outcome.result)
     return outcome
 
 
 def sync_due_destinations(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Claims due destinations and starts their syncs; answers how many it started."""
-    pool, _http_client = _shared(settings)
-    with _lock:
-        idle = POOL_THREADS - len(_in_flight)
+    idle = _threads.idle()
     if idle <= 0:
         return 0
     with sessions.begin() as session:
         claimed = queries.claim(session, now=utcnow(), limit=idle, lease_seconds=LEASE_SECONDS)
     for row in claimed:
-        future = pool.submit(_sync_logged, sessions, settings, row.id, row.lease_until)
-        with _lock:
-            _in_flight.add(future)
-        future.add_done_callback(_forget)
+        _threads.start(_sync_logged, sessions, settings, row.id, row.lease_until)
     return len(claimed)
 
 
 def wait_for_syncs(timeout: float = 120.0) -> None:
     """Waits until every started sync has recorded its outcome (tests, the CLI)."""
-    with _lock:
-        pending = set(_in_flight)
-    wait(pending, timeout=timeout)
+    _threads.wait(timeout)
 
 
 def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id: str) -> Outcome:
@@ -95,5 +78,6 @@ def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id
         )
     if row is None:
         return Outcome(destination_id, "busy")
-    _pool_unused, http = _shared(settings)
-    return sync_destination(sessions, settings, destination_id, row.lease_until, http)
+    return sync_destination(
+        sessions, settings, destination_id, row.lease_until, _http_client(settings)
+    )

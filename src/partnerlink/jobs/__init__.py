@@ -15,8 +15,10 @@ from partnerlink.jobs.leases import (
     renew_lease,
 )
 from partnerlink.jobs.retries import backoff_seconds, gave_up
+from partnerlink.jobs.threads import JobThreads
 
 __all__ = [
+    "JobThreads",
     "backoff_seconds",
     "claim_due",
     "due_keys",

@@ -28,10 +28,8 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,9 +66,7 @@ DELIVERY_ERRORS = (
 
 _events: Table = WebhookEvent.__table__  # type: ignore[assignment]
 
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_in_flight: set[Future[None]] = set()
+_threads = jobs.JobThreads(POOL_THREADS, name="webhook")
 
 
 @dataclass(frozen=True)
@@ -89,36 +85,16 @@ class _Claimed:
 def deliver_due_webhooks(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Claims due events (queue heads only, as many as there are idle threads) and starts
     sending them; answers how many."""
-    pool = _shared_pool()
-    with _pool_lock:
-        idle = POOL_THREADS - len(_in_flight)
+    idle = _threads.idle()
     claimed = _claim(sessions, settings, idle) if idle > 0 else []
     for event in claimed:
-        future = pool.submit(_deliver, sessions, settings, event)
-        with _pool_lock:
-            _in_flight.add(future)
-        future.add_done_callback(_forget)
+        _threads.start(_deliver, sessions, settings, event)
     return len(claimed)
 
 
 def wait_for_deliveries(timeout: float = 30.0) -> None:
     """Waits until every started delivery is recorded (tests, and a worker shutting down)."""
-    with _pool_lock:
-        pending = set(_in_flight)
-    wait(pending, timeout=timeout)
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="webhook")
-        return _pool
-
-
-def _forget(future: Future[None]) -> None:
-    with _pool_lock:
-        _in_flight.discard(future)
+    _threads.wait(timeout)
 
 
 def _candidates(session: Session, now: datetime) -> list[tuple[int, str, int]]:
