@@ -48,11 +48,11 @@ from partnerlink.destinations.google_oauth import (
 from partnerlink.destinations.platform import (
     PlatformClient,
     PlatformError,
+    busy_platform,
     chunks,
     garbage_answer,
     json_object,
     redacted,
-    retry_after_seconds,
     transport_error,
 )
 
@@ -276,12 +276,7 @@ class GoogleClient(PlatformClient):
             [token, *self.credentials.secrets()],
         )
         if status == 429 or status >= 500:
-            return PlatformError(
-                "retry",
-                f"{said}. PartnerLink will try again.",
-                retry_after=retry_after_seconds(response.headers),
-                status=status,
-            )
+            return busy_platform(said, response)
         if status == 401:
             return PlatformError(
                 "credentials",

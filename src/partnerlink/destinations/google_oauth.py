@@ -17,10 +17,10 @@ import httpx
 
 from partnerlink.destinations.platform import (
     PlatformError,
+    busy_platform,
     garbage_answer,
     json_object,
     redacted,
-    retry_after_seconds,
     transport_error,
 )
 from partnerlink.kit.digests import sha256_hex
@@ -114,12 +114,7 @@ def _token_error(
         credentials.secrets(),
     )
     if status == 429 or status >= 500:
-        return PlatformError(
-            "retry",
-            f"{said}. PartnerLink will try again.",
-            retry_after=retry_after_seconds(response.headers),
-            status=status,
-        )
+        return busy_platform(said, response)
     if code in ("invalid_grant", "invalid_client", "unauthorized_client") or status in (401, 403):
         return PlatformError(
             "credentials",

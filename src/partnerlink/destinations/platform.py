@@ -100,6 +100,16 @@ class PlatformClient:
         self.close()
 
 
+def busy_platform(said: str, response: httpx.Response) -> PlatformError:
+    """A 429 or 5xx: retried later, never sooner than the platform's Retry-After."""
+    return PlatformError(
+        "retry",
+        f"{said}. PartnerLink will try again.",
+        retry_after=retry_after_seconds(response.headers),
+        status=response.status_code,
+    )
+
+
 def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:
     """Retry-After as seconds (`120`) or as an HTTP date; None when absent or unreadable."""
     value = headers.get("retry-after", "").strip()
