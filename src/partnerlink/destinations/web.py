@@ -23,6 +23,7 @@ from partnerlink.destinations.schemas import (
     destination_json,
     destination_request,
 )
+from partnerlink.merchant.models import Profile
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.pages import (
     ConsoleForm,
@@ -183,12 +184,19 @@ def connect_form(
     return RedirectResponse(f"{_path(profile.id)}?done=connected", status_code=303)
 
 
+def _owned(
+    session: Session, user: SignedIn, profile_id: str, destination_id: str
+) -> tuple[Profile, Destination]:
+    """The signed-in merchant's profile and its destination named by the path (else 404)."""
+    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
+    return profile, service.find(session, profile_id=profile.id, destination_id=destination_id)
+
+
 @router.post("/profiles/{profile_id}/ad-platforms/{destination_id}/sync")
 def sync_form(
     session: PageSessionDep, user: ConsoleForm, profile_id: str, destination_id: str
 ) -> Response:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    profile, destination = _owned(session, user, profile_id, destination_id)
     service.request_sync(session, destination)
     return RedirectResponse(f"{_path(profile.id)}?done=sync", status_code=303)
 
@@ -202,8 +210,7 @@ def credentials_form(
     destination_id: str,
     form: ConnectFields,
 ) -> Response:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    profile, destination = _owned(session, user, profile_id, destination_id)
     credentials = {name: form.get(name, "") for name in CREDENTIAL_FIELDS[destination.platform]}
     try:
         service.change(
@@ -221,7 +228,6 @@ def credentials_form(
 def disconnect_form(
     session: PageSessionDep, user: ConsoleForm, profile_id: str, destination_id: str
 ) -> Response:
-    profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=profile_id)
-    destination = service.find(session, profile_id=profile.id, destination_id=destination_id)
+    profile, destination = _owned(session, user, profile_id, destination_id)
     service.disconnect(session, destination)
     return RedirectResponse(f"{_path(profile.id)}?done=disconnected", status_code=303)

@@ -112,8 +112,7 @@ def _record_in_outbox(
     """Claims the due receipts and marks them sent in one statement, then logs each."""
     now = utcnow()
     with sessions.begin() as session:
-        stopped = stopped_receipt(session, digest_key)
-        suppress_stopped(session, stopped)
+        stopped = _stopped_suppressed(session, digest_key)
         # Sent by being recorded: no lease is taken, the due rows are marked sent at once.
         due = jobs.due_keys(
             _receipts,
@@ -148,8 +147,7 @@ def _record_in_outbox(
 def _claim_due(sessions: sessionmaker[Session], digest_key: bytes, *, limit: int) -> list[_Claimed]:
     now = utcnow()
     with sessions.begin() as session:
-        stopped = stopped_receipt(session, digest_key)
-        suppress_stopped(session, stopped)
+        stopped = _stopped_suppressed(session, digest_key)
         rows = jobs.claim_due(
             session,
             _receipts,
@@ -256,3 +254,11 @@ def _without_key(receipt: _Claimed) -> dict[str, str]:
         return {}
     link = f"{base}{_KEY_PARAM}[redacted]"
     return {"link": link, "body": receipt.body.replace(receipt.link, link)}
+
+
+def _stopped_suppressed(session: Session, digest_key: bytes) -> ColumnElement[bool] | None:
+    """Which receipts go to a phone that replied STOP; those still due are suppressed now,
+    in the claiming transaction, so none of them is ever sent."""
+    stopped = stopped_receipt(session, digest_key)
+    suppress_stopped(session, stopped)
+    return stopped
