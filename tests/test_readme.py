@@ -120,7 +120,13 @@ def test_walkthrough_sections_three_and_four_do_what_they_show(
     assert stored[-1]["currency"] == "EUR" and stored[-1]["address"]["country"] == "DE"
     assert {"greenInvoices": True} in answers
     assert "order A-1001  " in done.stdout and "/receipts/inv/A-1001?k=" in done.stdout
-    assert {"imported": 1, "duplicates": 0, "rejected": 0, "reclassified": 1, "errors": []} in answers
+    assert {
+        "imported": 1,
+        "duplicates": 0,
+        "rejected": 0,
+        "reclassified": 1,
+        "errors": [],
+    } in answers
     lift = answers[-1]
     assert lift["campaignId"] == "autumn", done.stdout
     assert lift["test"]["customers"] + lift["control"]["customers"] == 42, lift
