@@ -19,10 +19,11 @@ from partnerlink.customers.queries import LOOK_UPS
 from partnerlink.db.raw import Statement
 from tests.factories import ConnectedStoreFixture
 
-# The one index not led by a look-up key: the audience export reads a profile's customers
-# in id order, a chunk at a time (audiences/models.py). The plan tests below show the
-# look-ups still take the key-led indexes with it present.
-PROFILE_SCAN_INDEXES = {"ix_customers_profile_id_id"}
+# The indexes not led by a look-up key: the audience export reads a profile's customers
+# in id order, a chunk at a time (audiences/models.py), and a touch is stored once by its
+# whole content (uq_touches_content, CONTRACT §13: a rule of uniqueness, never a look-up).
+# The plan tests below show the look-ups still take the key-led indexes with them present.
+PROFILE_SCAN_INDEXES = {"ix_customers_profile_id_id", "uq_touches_content"}
 
 
 def test_every_lookup_index_leads_with_the_key(app: FastAPI) -> None:
