@@ -139,6 +139,28 @@ def test_the_async_client_runs_the_same_calls(server: Server) -> None:
     asyncio.run(run())
 
 
+def test_connections_follow_every_page_in_both_clients(server: Server) -> None:
+    pos = unique("sdk-pages")
+    partner = server.partner(pos)
+    store_ids = []
+    for n in range(3):
+        merchant, store_id = server.merchant_store(f"{pos}-{n}@example.com", receipts=False)
+        with PartnerLinkClient(server.url) as terminal:
+            terminal.pair(server.pairing_code(merchant, store_id, pos))
+        store_ids.append(store_id)
+    credentials = {"client_id": partner["clientId"], "client_secret": partner["clientSecret"]}
+    with PartnerLinkClient(server.url, **credentials) as pl:
+        first = pl.connections_page(limit=2)
+        assert len(first["connections"]) == 2 and first["nextCursor"]
+        assert sorted(c["storeId"] for c in pl.connections(page_size=1)) == sorted(store_ids)
+
+    async def run() -> list[str]:
+        async with AsyncPartnerLinkClient(server.url, **credentials) as pl:
+            return [c["storeId"] for c in await pl.connections(page_size=2)]
+
+    assert sorted(asyncio.run(run())) == sorted(store_ids)
+
+
 def test_the_terminal_pairs_rings_up_and_texts_the_receipt(server: Server) -> None:
     pos = unique("sdk-terminal")
     server.partner(pos)

@@ -100,8 +100,15 @@ def token_status() -> Call:
     return Call("GET", "/v1/auth/token/status", "bearer")
 
 
-def connections() -> Call:
-    return Call("GET", "/v1/connections", "client", read=lambda b: b["connections"])
+def connections(limit: int | None = None, cursor: str | None = None) -> Call:
+    """One page: `{"connections": [...], "nextCursor"}` (null on the last page)."""
+    page = {"limit": limit, "cursor": cursor}
+    return Call(
+        "GET",
+        "/v1/connections",
+        "client",
+        params={name: value for name, value in page.items() if value is not None},
+    )
 
 
 def webhook_deliveries(limit: int | None = None, cursor: str | None = None) -> Call:

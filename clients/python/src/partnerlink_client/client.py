@@ -136,8 +136,8 @@ class _Endpoints:
     def token_status(self) -> Any:
         return self._run(calls.token_status())
 
-    def connections(self) -> Any:
-        return self._run(calls.connections())
+    def connections_page(self, limit: int | None = None, cursor: str | None = None) -> Any:
+        return self._run(calls.connections(limit, cursor))
 
     def webhook_deliveries(self, limit: int | None = None, cursor: str | None = None) -> Any:
         return self._run(calls.webhook_deliveries(limit, cursor))
@@ -222,6 +222,16 @@ class PartnerLinkClient(_Endpoints):
     def upload_customers(self, records: Iterable[dict[str, Any]] | bytes) -> str:
         return str(self.put_upload(self.upload_url(), records))
 
+    def connections(self, page_size: int | None = None) -> list[dict[str, Any]]:
+        """Every live connection of the partner, following `nextCursor` page by page."""
+        found: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.connections_page(page_size, cursor)
+            found += page["connections"]
+            if not (cursor := page.get("nextCursor")):
+                return found
+
     def _run(self, call: Call) -> Any:
         state, attempt, refreshed = self._state, 0, False
         while True:
@@ -289,6 +299,16 @@ class AsyncPartnerLinkClient(_Endpoints):
 
     async def upload_customers(self, records: Iterable[dict[str, Any]] | bytes) -> str:
         return str(await self.put_upload(await self.upload_url(), records))
+
+    async def connections(self, page_size: int | None = None) -> list[dict[str, Any]]:
+        """Every live connection of the partner, following `nextCursor` page by page."""
+        found: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = await self.connections_page(page_size, cursor)
+            found += page["connections"]
+            if not (cursor := page.get("nextCursor")):
+                return found
 
     async def _run(self, call: Call) -> Any:
         state, attempt, refreshed = self._state, 0, False
