@@ -100,26 +100,21 @@ def token_status() -> Call:
     return Call("GET", "/v1/auth/token/status", "bearer")
 
 
+def _page(path: str, limit: int | None, cursor: str | None) -> Call:
+    """One page of a partner-authenticated list; the answer carries `nextCursor`."""
+    page = {"limit": limit, "cursor": cursor}
+    params = {name: value for name, value in page.items() if value is not None}
+    return Call("GET", path, "client", params=params)
+
+
 def connections(limit: int | None = None, cursor: str | None = None) -> Call:
     """One page: `{"connections": [...], "nextCursor"}` (null on the last page)."""
-    page = {"limit": limit, "cursor": cursor}
-    return Call(
-        "GET",
-        "/v1/connections",
-        "client",
-        params={name: value for name, value in page.items() if value is not None},
-    )
+    return _page("/v1/connections", limit, cursor)
 
 
 def webhook_deliveries(limit: int | None = None, cursor: str | None = None) -> Call:
     """One page: `{"deliveries": [...], "nextCursor"}` (null on the last page)."""
-    page = {"limit": limit, "cursor": cursor}
-    return Call(
-        "GET",
-        "/v1/webhooks/deliveries",
-        "client",
-        params={name: value for name, value in page.items() if value is not None},
-    )
+    return _page("/v1/webhooks/deliveries", limit, cursor)
 
 
 def replay_webhook(event_id: str) -> Call:
