@@ -53,6 +53,23 @@ def test_answers_that_name_a_partner_carry_both_fields(
     assert answers[1].status_code == 200 and answers[2].status_code == 400
 
 
+def test_oauth_form_credentials_count_and_reach_the_endpoint_unchanged(
+    client: TestClient, session: Session
+) -> None:
+    """client_secret_post (RFC 6749 §2.3.1): the form's credentials name the partner; the
+    form read ahead is still the endpoint's, which answers as it would without the quota."""
+    shop = create_connected_store(session)
+    form = credentials(shop) | {"grant_type": "refresh_token", "refresh_token": "plk_rt_nope"}
+    answer = client.post("/v1/oauth/token", data=form)
+    assert answer.json()["error"] == "invalid_grant", answer.text
+    assert remaining(answer) == 59999
+    introspected = client.post("/v1/oauth/introspect", data=credentials(shop) | {"token": "x"})
+    assert introspected.status_code == 200 and introspected.json() == {"active": False}
+    assert remaining(introspected) == 59998
+    wrong = client.post("/v1/oauth/token", data=form | {"client_secret": "wrong"})
+    assert wrong.status_code == 401 and "RateLimit" not in wrong.headers
+
+
 def test_answers_that_name_no_partner_carry_neither_and_count_nothing(
     client: TestClient, session: Session
 ) -> None:

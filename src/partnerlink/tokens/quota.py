@@ -2,8 +2,9 @@
 
 A request names a partner by an access token (`Authorization: Bearer`, or the legacy
 `?access_token=`) of one of its connections, live or not, or by its client credentials
-(`client_id` and `client_secret` in the query, or HTTP Basic) when the secret is right:
-a client id alone, which is not secret, spends nobody's quota. Its answer carries
+(`client_id` and `client_secret` in the query, HTTP Basic, or, on the two OAuth endpoints,
+the form body's `client_secret_post`) when the secret is right: a client id alone, which
+is not secret, spends nobody's quota. Its answer carries
 `RateLimit-Policy` and `RateLimit` in the form of draft-ietf-httpapi-ratelimit-headers-10/-11
 (Sept. 2025 / May 2026; §3 "RateLimit-Policy": a structured-field List of quoted policy
 names with `q` (quota) and `w` (window, seconds); §4 "RateLimit": the same name with `r`
@@ -71,6 +72,7 @@ class PartnerQuotaLimit:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
+        receive = await _form_read_ahead(scope, receive)
         partner_id = await self._named_partner(scope)
         if partner_id is None:
             await self.app(scope, receive, send)
@@ -173,6 +175,10 @@ def _credentials(scope: Scope) -> tuple[str, str, str]:
             if text[:6].lower() == "basic ":
                 client_id, client_secret = _basic(text[6:].strip())
             break
+    form = scope.get(_FORM_KEY)
+    if form:
+        client_id = client_id or form.get("client_id", "")
+        client_secret = client_secret or form.get("client_secret", "")
     query = scope["query_string"]
     if query and (b"access_token=" in query or b"client_" in query):
         params = dict(parse_qsl(query.decode("latin-1")))
@@ -180,6 +186,39 @@ def _credentials(scope: Scope) -> tuple[str, str, str]:
         client_id = client_id or params.get("client_id", "")
         client_secret = client_secret or params.get("client_secret", "")
     return (token if token.startswith(ACCESS_TOKEN_PREFIX) else ""), client_id, client_secret
+
+
+# The OAuth endpoints (RFC 6749 §2.3.1) also take the client's credentials in the form.
+_FORM_PATHS = frozenset({"/v1/oauth/token", "/v1/oauth/introspect"})
+_FORM_KEY = "partnerlink.quota_form"
+_FORM_MAX_BYTES = 64 * 1024  # a token request is a few hundred bytes; a larger one is not read
+
+
+async def _form_read_ahead(scope: Scope, receive: Receive) -> Receive:
+    """On the OAuth endpoints, the form's fields, read ahead into the scope, and the body
+    handed on to the route unchanged (as `receive` replays it)."""
+    if scope["method"] != "POST" or scope["path"] not in _FORM_PATHS:
+        return receive
+    content_type = dict(scope["headers"]).get(b"content-type", b"")
+    if not content_type.startswith(b"application/x-www-form-urlencoded"):
+        return receive
+    messages: list[Message] = []
+    body = b""
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body", False) or len(body) > _FORM_MAX_BYTES:
+            break
+    if len(body) <= _FORM_MAX_BYTES and messages[-1]["type"] == "http.request":
+        scope[_FORM_KEY] = dict(parse_qsl(body.decode("latin-1")))
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replay
 
 
 def _basic(encoded: str) -> tuple[str, str]:
