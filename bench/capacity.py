@@ -54,7 +54,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchdb import app_with_store, fresh_database  # bench/benchdb.py
+from benchdb import analyze, app_with_store, fresh_database  # bench/benchdb.py
 from loadgen import drive, process_cpu_seconds  # bench/loadgen.py
 from orders import (  # bench/orders.py
     connect_store,
@@ -143,6 +143,8 @@ def app_tier(url: str, args: argparse.Namespace, workdir: Path) -> AppTier:
                 try:
                     empty = dict(backends.table_bytes())
                     drive(port, requests, args.connections, 0, args.warmup)  # pools filled
+                    analyze(database_url)  # statistics, as autovacuum keeps them in service
+                    drive(port, requests, args.connections, 0, 1.0)  # plans made again
                     wal0 = backends.wal()
                     run = drive(
                         port, requests, args.connections, 0, args.seconds, server.pid, backends.cpu
@@ -285,6 +287,7 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
                     for k in range(3):
                         thirds[k].append(batches[k * third : (k + 1) * third])
                 together(thirds[0], unit_of_work)  # warm: caches, the customers
+                analyze(settings.database_url)  # statistics, as autovacuum keeps them in service
                 for what, part, work in (
                     ("unit of work", thirds[1], unit_of_work),
                     ("order rows alone", thirds[2], order_rows_only),

@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from benchdb import fresh_database  # bench/benchdb.py
+from benchdb import analyze, fresh_database  # bench/benchdb.py
 from loadgen import Run, drive, server_pids  # bench/loadgen.py
 
 # At module level: FastAPI resolves the endpoint's (string) annotations in these globals.
@@ -377,6 +377,9 @@ def main() -> None:
                 wait_healthy(base, server)
                 token, _profile = connect_store(base, env, workdir)
                 requests = http_requests(bodies, port, token)
+                # Customers and orders stored, then statistics on them as in service.
+                drive(port, requests, args.connections, 0, args.warmup)
+                analyze(database_url)
                 run = drive(port, requests, args.connections, args.warmup, args.seconds, server.pid)
                 profile_lines: list[str] = []
                 if args.profile:

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchdb import app_with_store  # bench/benchdb.py
+from benchdb import analyze, app_with_store  # bench/benchdb.py
 from loadgen import process_cpu_seconds  # bench/loadgen.py
 from orders import workload  # bench/orders.py
 
@@ -105,6 +105,7 @@ def main() -> None:
             batches = [posts[i : i + size] for i in range(0, len(posts), size)]
             third = len(batches) // 3
             measure(batches[:third], unit_of_work, server)  # warm: caches, customers
+            analyze(settings.database_url)  # statistics on them, as in service
             full = measure(batches[third : 2 * third], unit_of_work, server)
             ceiling = measure(batches[2 * third :], order_rows_only, server)
             rows.append((size, full, ceiling))
