@@ -23,6 +23,8 @@ class Run:
     latencies: list[float]
     statuses: Counter[int]
     server_cpu_seconds: float = 0.0
+    # CPU of whatever `also` counted over the same window (bench/capacity.py: PostgreSQL's).
+    other_cpu_seconds: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -71,8 +73,10 @@ def drive(
     warmup: float,
     seconds: float,
     server: int | None = None,
+    also: Callable[[], float] | None = None,
 ) -> Run:
-    """Runs the load; with `server` (a pid), also the CPU its processes used while measured."""
+    """Runs the load; with `server` (a pid), also the CPU its processes used while measured,
+    and with `also` (a reading of CPU seconds so far) that reading's growth over the window."""
     try:
         import uvloop
 
@@ -81,18 +85,22 @@ def drive(
         runner = asyncio.run
 
     async def measured() -> Run:
-        cpu: list[float] = []
+        cpu: list[tuple[float, float]] = []
+
+        def reading() -> tuple[float, float]:
+            return (cpu_seconds(server) if server else 0.0, also() if also else 0.0)
 
         async def sample() -> None:
             await asyncio.sleep(warmup)
-            cpu.append(cpu_seconds(server) if server else 0.0)
+            cpu.append(reading())
             await asyncio.sleep(seconds)
-            cpu.append(cpu_seconds(server) if server else 0.0)
+            cpu.append(reading())
 
         sampler = asyncio.ensure_future(sample())
         run = await _drive(port, requests, connections, warmup, seconds)
         await sampler
-        run.server_cpu_seconds = cpu[1] - cpu[0]
+        run.server_cpu_seconds = cpu[1][0] - cpu[0][0]
+        run.other_cpu_seconds = cpu[1][1] - cpu[0][1]
         return run
 
     result: Run = runner(measured())
@@ -101,9 +109,14 @@ def drive(
 
 def cpu_seconds(parent: int) -> float:
     """User + system CPU of a process and its children (uvicorn's workers), from /proc."""
+    return process_cpu_seconds([parent, *children(parent)])
+
+
+def process_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far, from /proc (0 for one that is gone)."""
     total = 0.0
     ticks = os.sysconf("SC_CLK_TCK")
-    for pid in [parent, *children(parent)]:
+    for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:

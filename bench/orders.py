@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from benchdb import fresh_database  # bench/benchdb.py
+from benchdb import analyze, fresh_database  # bench/benchdb.py
 from loadgen import Run, drive, server_pids  # bench/loadgen.py
 
 # At module level: FastAPI resolves the endpoint's (string) annotations in these globals.
@@ -211,6 +211,72 @@ def ceiling_app() -> Any:
     return app
 
 
+def server_env(database_url: str, base: str, workdir: Path) -> dict[str, str]:
+    """The environment of a benchmarked `partnerlink serve` (and of its CLI calls)."""
+    return {
+        **os.environ,
+        "PARTNERLINK_DATABASE_URL": database_url,
+        "PARTNERLINK_PUBLIC_URL": base,
+        "PARTNERLINK_DATA_DIR": str(workdir),
+        "PARTNERLINK_SECRET_KEY": "bench-secret-key",
+        "PYTHONPATH": str(REPO / "src"),
+    }
+
+
+def start_server(env: dict[str, str], port: int, workers: int, log: Any) -> subprocess.Popen[bytes]:
+    """`partnerlink serve` (workers 0: its default), logging to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "partnerlink", "serve", "--port", str(port), "--json"]
+        + (["--workers", str(workers)] if workers else []),
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def start_ceiling(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
+    """The ceiling's server (`ceiling_app`), started and answering."""
+    ceiling = subprocess.Popen(
+        # The same serving code as `partnerlink serve` (partnerlink/cli/serving.py).
+        [
+            sys.executable,
+            "-c",
+            "import sys; from partnerlink.cli.serving import run_server;"
+            " run_server('orders:ceiling_app', factory=True, host='127.0.0.1',"
+            " port=int(sys.argv[1]), workers=int(sys.argv[2]), proxy_headers=False,"
+            " server_header=False)",
+            str(port),
+            str(workers),
+        ],
+        env={**env, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{Path(__file__).parent}"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", ceiling, "/docs")
+    except BaseException:
+        stop(ceiling)
+        raise
+    return ceiling
+
+
+def measure_ceiling(
+    env: dict[str, str],
+    workers: int,
+    bodies: list[dict[str, Any]],
+    token: str,
+    args: argparse.Namespace,
+) -> Run:
+    """The ceiling's run: the same requests, connections, warm-up and length as the orders'."""
+    port = free_port()
+    ceiling = start_ceiling(env, port, workers)
+    try:
+        requests = http_requests(bodies, port, token)
+        return drive(port, requests, args.connections, args.warmup, args.seconds, ceiling.pid)
+    finally:
+        stop(ceiling)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -304,26 +370,16 @@ def main() -> None:
         try:
             port = free_port()
             base = f"http://127.0.0.1:{port}"
-            env = {
-                **os.environ,
-                "PARTNERLINK_DATABASE_URL": database_url,
-                "PARTNERLINK_PUBLIC_URL": base,
-                "PARTNERLINK_DATA_DIR": str(workdir),
-                "PARTNERLINK_SECRET_KEY": "bench-secret-key",
-                "PYTHONPATH": str(REPO / "src"),
-            }
+            env = server_env(database_url, base, workdir)
             log = (workdir / "server.log").open("wb")
-            server = subprocess.Popen(
-                [sys.executable, "-m", "partnerlink", "serve", "--port", str(port), "--json"]
-                + (["--workers", str(args.workers)] if args.workers else []),
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            server = start_server(env, port, args.workers, log)
             try:
                 wait_healthy(base, server)
                 token, _profile = connect_store(base, env, workdir)
                 requests = http_requests(bodies, port, token)
+                # Customers and orders stored, then statistics on them as in service.
+                drive(port, requests, args.connections, 0, args.warmup)
+                analyze(database_url)
                 run = drive(port, requests, args.connections, args.warmup, args.seconds, server.pid)
                 profile_lines: list[str] = []
                 if args.profile:
@@ -331,36 +387,7 @@ def main() -> None:
             finally:
                 stop(server)
                 log.close()
-            ceiling_port = free_port()
-            ceiling = subprocess.Popen(
-                # The same serving code as `partnerlink serve` (partnerlink/cli/serving.py).
-                [
-                    sys.executable,
-                    "-c",
-                    "import sys; from partnerlink.cli.serving import run_server;"
-                    " run_server('orders:ceiling_app', factory=True, host='127.0.0.1',"
-                    " port=int(sys.argv[1]), workers=int(sys.argv[2]), proxy_headers=False,"
-                    " server_header=False)",
-                    str(ceiling_port),
-                    str(workers),
-                ],
-                env={**env, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{Path(__file__).parent}"},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            try:
-                wait_healthy(f"http://127.0.0.1:{ceiling_port}", ceiling, "/docs")
-                ceiling_requests = http_requests(bodies, ceiling_port, token)
-                top = drive(
-                    ceiling_port,
-                    ceiling_requests,
-                    args.connections,
-                    args.warmup,
-                    args.seconds,
-                    ceiling.pid,
-                )
-            finally:
-                stop(ceiling)
+            top = measure_ceiling(env, workers, bodies, token, args)
             report(run, top, database_url, workers, args.connections, workdir)
             for line in profile_lines:
                 print(line)

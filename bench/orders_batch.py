@@ -25,7 +25,14 @@ from typing import Any
 import httpx
 
 from benchdb import fresh_database  # bench/benchdb.py
-from orders import REPO, connect_store, free_port, stop, wait_healthy, workload  # bench/orders.py
+from orders import (  # bench/orders.py
+    connect_store,
+    free_port,
+    server_env,
+    stop,
+    wait_healthy,
+    workload,
+)
 
 
 async def single_posts(
@@ -74,14 +81,7 @@ def main() -> None:
         try:
             port = free_port()
             base = f"http://127.0.0.1:{port}"
-            env = {
-                **os.environ,
-                "PARTNERLINK_DATABASE_URL": database_url,
-                "PARTNERLINK_PUBLIC_URL": base,
-                "PARTNERLINK_DATA_DIR": str(workdir),
-                "PARTNERLINK_SECRET_KEY": "bench-secret-key",
-                "PYTHONPATH": str(REPO / "src"),
-            }
+            env = server_env(database_url, base, workdir)
             with (workdir / "server.log").open("wb") as log:
                 server = subprocess.Popen(
                     [sys.executable, "-m", "partnerlink", "serve", "--port", str(port)],

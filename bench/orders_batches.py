@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -32,7 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchdb import app_with_store  # bench/benchdb.py
+from benchdb import analyze, app_with_store  # bench/benchdb.py
+from loadgen import process_cpu_seconds  # bench/loadgen.py
 from orders import workload  # bench/orders.py
 
 
@@ -41,16 +41,8 @@ def server_cpu(sql: Any) -> Callable[[], float]:
     if not sql.postgres:
         return lambda: 0.0
     pid = sql.connection.info.backend_pid
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def read() -> float:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # a server on another machine: client figures only
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / ticks
-
-    return read
+    # A server on another machine has no such process here: client figures only.
+    return lambda: process_cpu_seconds([pid])
 
 
 def measure(
@@ -113,6 +105,7 @@ def main() -> None:
             batches = [posts[i : i + size] for i in range(0, len(posts), size)]
             third = len(batches) // 3
             measure(batches[:third], unit_of_work, server)  # warm: caches, customers
+            analyze(settings.database_url)  # statistics on them, as in service
             full = measure(batches[third : 2 * third], unit_of_work, server)
             ceiling = measure(batches[2 * third :], order_rows_only, server)
             rows.append((size, full, ceiling))
