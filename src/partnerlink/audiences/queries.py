@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    Integer,
     Select,
     String,
     Subquery,
@@ -146,6 +147,18 @@ def most_used_currency(connection: Connection, profile_id: str) -> str | None:
     return connection.scalar(statement)
 
 
+def latest_currency(connection: Connection, profile_id: str) -> str | None:
+    """The currency of the profile's latest order: a guess at its most used one that
+    `segment_sizes` checks in its own pass (one row from ix_orders_profile_ordered)."""
+    statement = (
+        select(orders.c.order_currency)
+        .where(orders.c.profile_id == profile_id)
+        .order_by(orders.c.ordered_at.desc())
+        .limit(1)
+    )
+    return connection.scalar(statement)
+
+
 def has_test_stores(connection: Connection, profile_id: str) -> bool:
     statement = select(stores.c.id).where(stores.c.profile_id == profile_id, stores.c.is_test)
     return connection.scalar(statement.limit(1)) is not None
@@ -162,22 +175,32 @@ def has_suppressions(connection: Connection, profile_id: str, *, legacy: bool = 
     return connection.scalar(statement.limit(1)) is not None
 
 
-def _stats(scope: Scope, low: int | None = None, high: int | None = None) -> Subquery:
+def _stats(
+    scope: Scope, low: int | None = None, high: int | None = None, *, anonymous: bool = False
+) -> Subquery:
+    """Each customer's order statistics; with `anonymous`, the orders without a customer
+    too (one row of customer_id NULL), and how many of each one's orders are in the
+    scope's currency (`in_currency`)."""
     in_currency = orders.c.order_currency == (scope.currency or "")
+    columns = [
+        orders.c.customer_id,
+        func.count().label("orders"),
+        func.min(orders.c.ordered_at).label("first_at"),
+        func.max(orders.c.ordered_at).label("last_at"),
+        # bigint, not SUM's numeric: `top` sorts by it, and numerics sort slowly.
+        cast(func.sum(case((in_currency, orders.c.order_price), else_=0)), BigInteger).label(
+            "spend"
+        ),
+    ]
+    if anonymous:
+        columns.append(func.count().filter(in_currency).label("in_currency"))
     statement = (
-        select(
-            orders.c.customer_id,
-            func.count().label("orders"),
-            func.min(orders.c.ordered_at).label("first_at"),
-            func.max(orders.c.ordered_at).label("last_at"),
-            # bigint, not SUM's numeric: `top` sorts by it, and numerics sort slowly.
-            cast(func.sum(case((in_currency, orders.c.order_price), else_=0)), BigInteger).label(
-                "spend"
-            ),
-        )
-        .where(orders.c.profile_id == scope.profile_id, orders.c.customer_id.is_not(None))
+        select(*columns)
+        .where(orders.c.profile_id == scope.profile_id)
         .group_by(orders.c.customer_id)
     )
+    if not anonymous:
+        statement = statement.where(orders.c.customer_id.is_not(None))
     if scope.has_test_stores:
         statement = statement.where(orders.c.store_id.not_in(_test_store_ids()))
     if low is not None:
@@ -344,35 +367,72 @@ def export_chunk(
     return list(connection.execute(statement).all())
 
 
-# What the one pass of `segment_sizes` must not pay for (measured at 1,000,000 customers,
-# docs/audiences.md): parallel workers that each rebuild every customer's statistics,
-# and JIT compilation, which costs more than it saves on this one scan.
-ONE_PASS_SETTINGS = {"max_parallel_workers_per_gather": "0", "jit": "off"}
+# The one pass of `segment_sizes` streams: the orders' (profile, customer) index read in
+# customer order, aggregated per customer as it goes, merge-joined with the customers in id
+# order, in bounded memory whatever the profile's size. These settings keep the planner
+# to that plan (measured at 1,000,000 customers, docs/audiences.md): its hash plans read
+# every order of every profile and spill their 500,000-group tables to disk (twice the
+# time); parallel workers each rebuilt every customer's statistics; JIT compilation
+# cost more than it saved on this one scan.
+ONE_PASS_SETTINGS = {
+    "max_parallel_workers_per_gather": "0",
+    "jit": "off",
+    "enable_hashjoin": "off",
+    "enable_hashagg": "off",
+}
 
 
-def segment_sizes(connection: Connection, scope: Scope) -> dict[str, tuple[int, int, int]]:
-    """(customers, with an email, with a phone) of every segment, `top` too, in one pass
-    over the profile's customers and orders (PostgreSQL).
+@dataclass(frozen=True)
+class OnePass:
+    """Every segment's (customers, with an email, with a phone), and the profile's orders
+    (test stores' left out) in the scope's currency less those in others."""
+
+    sizes: dict[str, tuple[int, int, int]]
+    currency_balance: int
+
+    def currency_is_most_used(self, scope: Scope) -> bool:
+        """The scope's currency is the profile's most used one: more than half of its
+        orders are in it (no other can then have as many), or it has no orders."""
+        return self.currency_balance > 0 or scope.currency is None
+
+
+def segment_sizes(connection: Connection, scope: Scope) -> OnePass:
+    """Every segment's sizes, `top` too, in one pass over the profile's customers and
+    orders (PostgreSQL).
 
     Each customer's order statistics come once from the orders' (profile, customer)
-    index in customer order; every segment but `top` is a FILTER count. `top` (the
-    ceil(buyers / 5) buyers of highest spend, then lowest id) is read from the buyers'
-    identifier codes (1 email, 2 phone, 3 both) aggregated in that order: its first
-    ceil(buyers / 5) elements are `top`'s members.
+    index in customer order (the orders without a customer as one last group), full-
+    joined with the eligible customers in id order: statistics without an eligible
+    customer (opted out, erased, anonymous orders) count only in the orders' currency
+    tally. Every segment but `top` is a FILTER count. `top` (the ceil(buyers / 5)
+    buyers of highest spend, then lowest id) is read from the buyers' identifier codes
+    (1 email, 2 phone, 3 both) aggregated in that order: its first ceil(buyers / 5)
+    elements are `top`'s members.
     """
-    stats = _stats(scope)
-    has_email = customers.c.email.is_not(None)
-    has_phone = customers.c.phone_number.is_not(None)
-    columns: list[Any] = []
-    for segment in SEGMENTS[:-1]:
+    stats = _stats(scope, anonymous=True)
+    eligible = (
+        select(customers.c.id, customers.c.email, customers.c.phone_number)
+        .where(_eligible(scope))
+        .subquery("eligible")
+    )
+    known = eligible.c.id.is_not(None)
+    has_email = eligible.c.email.is_not(None)
+    has_phone = eligible.c.phone_number.is_not(None)
+    # In-currency orders less the others: positive when the currency has most orders.
+    balance = func.sum(cast(2 * stats.c.in_currency - stats.c.orders, Integer))
+    columns: list[Any] = [balance, func.count(eligible.c.id)]
+    columns += [func.count(eligible.c.email), func.count(eligible.c.phone_number)]
+    for segment in SEGMENTS[1:-1]:
         member = _predicate(segment, scope, stats, None)
-        columns.append(func.count() if segment == "all" else func.count().filter(member))
+        # An identifier is an eligible customer's: only the plain count needs `known`.
+        columns.append(func.count().filter(and_(known, member)))
         columns += [func.count().filter(and_(member, extra)) for extra in (has_email, has_phone)]
     code = case((has_email, 1), else_=0) + case((has_phone, 2), else_=0)
-    ranked = func.array_agg(aggregate_order_by(code, stats.c.spend.desc(), customers.c.id))
-    columns.append(ranked.filter(stats.c.orders >= 1).label("ranked"))
-    one_pass = _joined(scope, stats, *columns).subquery("one_pass")
-    counted = list(one_pass.c)[:-1]
+    ranked = func.array_agg(aggregate_order_by(code, stats.c.spend.desc(), eligible.c.id))
+    columns.append(ranked.filter(known, stats.c.orders >= 1).label("ranked"))
+    joined = eligible.join(stats, stats.c.customer_id == eligible.c.id, full=True)
+    one_pass = select(*columns).select_from(joined).subquery("one_pass")
+    balance_of, counted = one_pass.c[0], list(one_pass.c)[1:-1]
     buyers = counted[SEGMENTS.index("buyers") * 3]
     top = one_pass.c.ranked[1 : (buyers + 4) // 5]
 
@@ -380,7 +440,8 @@ def segment_sizes(connection: Connection, scope: Scope) -> dict[str, tuple[int, 
         found = [func.coalesce(func.cardinality(func.array_positions(top, c)), 0) for c in codes]
         return found[0] + found[1]
 
-    statement = select(*counted, top_with(1, 3), top_with(2, 3)).select_from(one_pass)
+    statement = select(balance_of, *counted, top_with(1, 3), top_with(2, 3))
+    statement = statement.select_from(one_pass)
     for name, value in ONE_PASS_SETTINGS.items():
         connection.exec_driver_sql(f"SET LOCAL {name} = {value}")
     try:
@@ -389,9 +450,8 @@ def segment_sizes(connection: Connection, scope: Scope) -> dict[str, tuple[int, 
         for name in ONE_PASS_SETTINGS:
             connection.exec_driver_sql(f"SET LOCAL {name} TO DEFAULT")
     sizes = {
-        segment: (int(row[3 * i]), int(row[3 * i + 1]), int(row[3 * i + 2]))
+        segment: (int(row[1 + 3 * i]), int(row[2 + 3 * i]), int(row[3 + 3 * i]))
         for i, segment in enumerate(SEGMENTS[:-1])
     }
-    buyer_count = sizes["buyers"][0]
-    sizes["top"] = ((buyer_count + 4) // 5, int(row[-2]), int(row[-1]))
-    return sizes
+    sizes["top"] = ((sizes["buyers"][0] + 4) // 5, int(row[-2]), int(row[-1]))
+    return OnePass(sizes, int(row[0] or 0))
