@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
-    Integer,
     Select,
     String,
     Subquery,
@@ -32,7 +31,6 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -149,7 +147,7 @@ def most_used_currency(connection: Connection, profile_id: str) -> str | None:
 
 def latest_currency(connection: Connection, profile_id: str) -> str | None:
     """The currency of the profile's latest order: a guess at its most used one that
-    `segment_sizes` checks in its own pass (one row from ix_orders_profile_ordered)."""
+    the one pass (one_pass.py) checks (one row from ix_orders_profile_ordered)."""
     statement = (
         select(orders.c.order_currency)
         .where(orders.c.profile_id == profile_id)
@@ -175,7 +173,7 @@ def has_suppressions(connection: Connection, profile_id: str, *, legacy: bool = 
     return connection.scalar(statement.limit(1)) is not None
 
 
-def _stats(
+def order_stats(
     scope: Scope, low: int | None = None, high: int | None = None, *, anonymous: bool = False
 ) -> Subquery:
     """Each customer's order statistics; with `anonymous`, the orders without a customer
@@ -210,7 +208,7 @@ def _stats(
     return statement.subquery("stats")
 
 
-def _eligible(scope: Scope) -> ColumnElement[bool]:
+def eligible(scope: Scope) -> ColumnElement[bool]:
     """Of the profile, neither opted out nor matching an erased identifier."""
     clauses = [
         customers.c.profile_id == scope.profile_id,
@@ -247,7 +245,7 @@ class TopCut:
     customer_id: int
 
 
-def _predicate(
+def predicate(
     segment: str, scope: Scope, stats: Subquery, cut: TopCut | None
 ) -> ColumnElement[bool]:
     buyer = stats.c.orders >= 1
@@ -276,13 +274,13 @@ def _joined(scope: Scope, stats: Subquery, *columns: Any) -> Select[Any]:
     return (
         select(*columns)
         .select_from(customers.outerjoin(stats, stats.c.customer_id == customers.c.id))
-        .where(_eligible(scope))
+        .where(eligible(scope))
     )
 
 
 def _top_ranked(scope: Scope, size: int, *columns: Any) -> Select[Any]:
     """The `size` buyers with the highest spend (then the oldest first)."""
-    stats = _stats(scope)
+    stats = order_stats(scope)
     return (
         _joined(scope, stats, *columns, stats.c.spend, customers.c.id)
         .where(stats.c.orders >= 1)
@@ -312,10 +310,10 @@ def segment_counts(
     connection: Connection, scope: Scope, segments: Sequence[str], cut: TopCut | None
 ) -> dict[str, tuple[int, int, int]]:
     """(customers, with an email, with a phone) of each segment, in one pass."""
-    stats = _stats(scope)
+    stats = order_stats(scope)
     columns = []
     for segment in segments:
-        member = _predicate(segment, scope, stats, cut)
+        member = predicate(segment, scope, stats, cut)
         for extra in (
             true(),
             customers.c.email.is_not(None),
@@ -357,101 +355,11 @@ def export_chunk(
         in_chunk.append(customers.c.id <= until)
     with_identifier = or_(customers.c.email.is_not(None), customers.c.phone_number.is_not(None))
     if segment == "all":
-        statement = select(customers.c.id, *EXPORT_COLUMNS).where(_eligible(scope))
+        statement = select(customers.c.id, *EXPORT_COLUMNS).where(eligible(scope))
     else:
-        stats = _stats(scope, after, until)
+        stats = order_stats(scope, after, until)
         statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS).where(
-            _predicate(segment, scope, stats, cut)
+            predicate(segment, scope, stats, cut)
         )
     statement = statement.where(*in_chunk, with_identifier).order_by(customers.c.id)
     return list(connection.execute(statement).all())
-
-
-# The one pass of `segment_sizes` streams: the orders' (profile, customer) index read in
-# customer order, aggregated per customer as it goes, merge-joined with the customers in id
-# order, in bounded memory whatever the profile's size. These settings keep the planner
-# to that plan (measured at 1,000,000 customers, docs/audiences.md): its hash plans read
-# every order of every profile and spill their 500,000-group tables to disk (twice the
-# time); parallel workers each rebuilt every customer's statistics; JIT compilation
-# cost more than it saved on this one scan.
-ONE_PASS_SETTINGS = {
-    "max_parallel_workers_per_gather": "0",
-    "jit": "off",
-    "enable_hashjoin": "off",
-    "enable_hashagg": "off",
-}
-
-
-@dataclass(frozen=True)
-class OnePass:
-    """Every segment's (customers, with an email, with a phone), and the profile's orders
-    (test stores' left out) in the scope's currency less those in others."""
-
-    sizes: dict[str, tuple[int, int, int]]
-    currency_balance: int
-
-    def currency_is_most_used(self, scope: Scope) -> bool:
-        """The scope's currency is the profile's most used one: more than half of its
-        orders are in it (no other can then have as many), or it has no orders."""
-        return self.currency_balance > 0 or scope.currency is None
-
-
-def segment_sizes(connection: Connection, scope: Scope) -> OnePass:
-    """Every segment's sizes, `top` too, in one pass over the profile's customers and
-    orders (PostgreSQL).
-
-    Each customer's order statistics come once from the orders' (profile, customer)
-    index in customer order (the orders without a customer as one last group), full-
-    joined with the eligible customers in id order: statistics without an eligible
-    customer (opted out, erased, anonymous orders) count only in the orders' currency
-    tally. Every segment but `top` is a FILTER count. `top` (the ceil(buyers / 5)
-    buyers of highest spend, then lowest id) is read from the buyers' identifier codes
-    (1 email, 2 phone, 3 both) aggregated in that order: its first ceil(buyers / 5)
-    elements are `top`'s members.
-    """
-    stats = _stats(scope, anonymous=True)
-    eligible = (
-        select(customers.c.id, customers.c.email, customers.c.phone_number)
-        .where(_eligible(scope))
-        .subquery("eligible")
-    )
-    known = eligible.c.id.is_not(None)
-    has_email = eligible.c.email.is_not(None)
-    has_phone = eligible.c.phone_number.is_not(None)
-    # In-currency orders less the others: positive when the currency has most orders.
-    balance = func.sum(cast(2 * stats.c.in_currency - stats.c.orders, Integer))
-    columns: list[Any] = [balance, func.count(eligible.c.id)]
-    columns += [func.count(eligible.c.email), func.count(eligible.c.phone_number)]
-    for segment in SEGMENTS[1:-1]:
-        member = _predicate(segment, scope, stats, None)
-        # An identifier is an eligible customer's: only the plain count needs `known`.
-        columns.append(func.count().filter(and_(known, member)))
-        columns += [func.count().filter(and_(member, extra)) for extra in (has_email, has_phone)]
-    code = case((has_email, 1), else_=0) + case((has_phone, 2), else_=0)
-    ranked = func.array_agg(aggregate_order_by(code, stats.c.spend.desc(), eligible.c.id))
-    columns.append(ranked.filter(known, stats.c.orders >= 1).label("ranked"))
-    joined = eligible.join(stats, stats.c.customer_id == eligible.c.id, full=True)
-    one_pass = select(*columns).select_from(joined).subquery("one_pass")
-    balance_of, counted = one_pass.c[0], list(one_pass.c)[1:-1]
-    buyers = counted[SEGMENTS.index("buyers") * 3]
-    top = one_pass.c.ranked[1 : (buyers + 4) // 5]
-
-    def top_with(*codes: int) -> ColumnElement[int]:
-        found = [func.coalesce(func.cardinality(func.array_positions(top, c)), 0) for c in codes]
-        return found[0] + found[1]
-
-    statement = select(balance_of, *counted, top_with(1, 3), top_with(2, 3))
-    statement = statement.select_from(one_pass)
-    for name, value in ONE_PASS_SETTINGS.items():
-        connection.exec_driver_sql(f"SET LOCAL {name} = {value}")
-    try:
-        row = connection.execute(statement).one()
-    finally:
-        for name in ONE_PASS_SETTINGS:
-            connection.exec_driver_sql(f"SET LOCAL {name} TO DEFAULT")
-    sizes = {
-        segment: (int(row[1 + 3 * i]), int(row[2 + 3 * i]), int(row[3 + 3 * i]))
-        for i, segment in enumerate(SEGMENTS[:-1])
-    }
-    sizes["top"] = ((sizes["buyers"][0] + 4) // 5, int(row[-2]), int(row[-1]))
-    return OnePass(sizes, int(row[0] or 0))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences import queries
+from partnerlink.audiences import one_pass, queries
 from partnerlink.audiences.hashing import FORMATS
 from partnerlink.db.base import utcnow
 from partnerlink.problems import NotFound, ValidationFailed
@@ -85,14 +85,14 @@ def audiences(session: Session, *, profile_id: str, digest_key: bytes) -> list[d
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         scope = _scope(session, profile_id, digest_key, guess_currency=True)
-        one_pass = queries.segment_sizes(connection, scope)
-        if not scope.has_test_stores and not one_pass.currency_is_most_used(scope):
+        sizes = one_pass.segment_sizes(connection, scope)
+        if not scope.has_test_stores and not sizes.currency_is_most_used(scope):
             # No currency has most of the orders: count them all, and pass again in the
             # most used one (a profile selling in several currencies alike).
             exact = queries.most_used_currency(connection, profile_id)
             if exact != scope.currency:
-                one_pass = queries.segment_sizes(connection, replace(scope, currency=exact))
-        counts = one_pass.sizes
+                sizes = one_pass.segment_sizes(connection, replace(scope, currency=exact))
+        counts = sizes.sizes
     else:
         scope = _scope(session, profile_id, digest_key)
         # Two passes over the profile: every segment but `top`, then `top` from the
