@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/audiences_export.py [--customers 1000000] [--segment all]
         [--format meta] [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--list-only] [--list-runs 3]
 
 Fills a fresh database with customers (generated in SQL), starts `partnerlink
 serve`, downloads GET /merchant/api/profiles/{id}/audiences/{segment}/export as
@@ -9,6 +10,12 @@ a merchant would, and prints rows/second and the server's peak memory. Beside
 it, the ceiling CONTRACT/issue 15 compares with: a plain `COPY (SELECT the same
 columns) TO STDOUT` read in this process, each row normalized and hashed by the
 same function the export uses (PostgreSQL only).
+
+Before the export, the audiences list (GET /merchant/api/profiles/{id}/audiences,
+every segment's sizes, issue 28) is timed `--list-runs` times, each run beside its
+ceiling, interleaved: the cheapest SQL read of the same facts, a plain count(*) of
+the profile's customers and of its orders in this process, and the 1 s target.
+`--list-only` stops there.
 """
 
 from __future__ import annotations
@@ -94,20 +101,54 @@ def fill(database_url: str, profile_id: str, count: int) -> float:
     return time.perf_counter() - started
 
 
+LIST_TARGET_SECONDS = 1.0
+# The list's ceiling: the same customers and orders read by the cheapest statement there is.
+COUNT_CEILING = (
+    "SELECT (SELECT count(*) FROM customers WHERE profile_id = :profile_id), "
+    "(SELECT count(*) FROM orders WHERE profile_id = :profile_id)"
+)
+
+
+def _sign_in(client: httpx.Client, base: str) -> dict[str, str]:
+    signed_in = client.post(
+        f"{base}/merchant/api/sessions",
+        json={"email": "owner@example.com", "password": DEFAULT_PASSWORD},
+    )
+    return {"Authorization": f"Bearer {signed_in.json()['sessionToken']}"}
+
+
+def time_list(base: str, database_url: str, profile_id: str, runs: int) -> None:
+    """GET .../audiences `runs` times, each beside a count(*) ceiling run (interleaved)."""
+    engine = create_engine(Settings(database_url=database_url).database_url)
+    listed, ceiling = [], []
+    with httpx.Client(timeout=600) as client, engine.connect() as conn:
+        auth = _sign_in(client, base)
+        for run in range(runs):
+            started = time.perf_counter()
+            sizes = client.get(f"{base}/merchant/api/profiles/{profile_id}/audiences", headers=auth)
+            sizes.raise_for_status()
+            listed.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            counted = conn.execute(text(COUNT_CEILING), {"profile_id": profile_id}).one()
+            ceiling.append(time.perf_counter() - started)
+            if run == 0:
+                print(f"audiences list: {sizes.json()['audiences']}")
+                print(f"ceiling counts {counted[0]:,} customers, {counted[1]:,} orders")
+    engine.dispose()
+    print(
+        f"audiences list (GET .../audiences): {' '.join(f'{s:.2f}' for s in listed)} s, "
+        f"best {min(listed):.2f} s; ceiling (count(*) of the profile's customers and "
+        f"orders): {' '.join(f'{s:.2f}' for s in ceiling)} s, best {min(ceiling):.2f} s; "
+        f"target {LIST_TARGET_SECONDS:.0f} s: {'met' if min(listed) < LIST_TARGET_SECONDS else 'not met'}"
+    )
+
+
 def download(
     base: str, profile_id: str, segment: str, file_format: str, memory: MemoryWatch
 ) -> tuple[int, float]:
     """Rows of the exported file and the seconds it took, as a merchant downloads it."""
     with httpx.Client(timeout=600) as client:
-        signed_in = client.post(
-            f"{base}/merchant/api/sessions",
-            json={"email": "owner@example.com", "password": DEFAULT_PASSWORD},
-        )
-        auth = {"Authorization": f"Bearer {signed_in.json()['sessionToken']}"}
-        started = time.perf_counter()
-        sizes = client.get(f"{base}/merchant/api/profiles/{profile_id}/audiences", headers=auth)
-        sizes.raise_for_status()
-        print(f"segment sizes (GET .../audiences) in {time.perf_counter() - started:.2f} s")
+        auth = _sign_in(client, base)
         url = f"{base}/merchant/api/profiles/{profile_id}/audiences/{segment}/export"
         rows = -1  # the header
         started = time.perf_counter()
@@ -149,6 +190,8 @@ def main() -> None:
     parser.add_argument("--segment", default="all")
     parser.add_argument("--format", default="meta", choices=sorted(FORMATS))
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument("--list-runs", type=int, default=3)
+    parser.add_argument("--list-only", action="store_true", help="time the list, no export")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="plk-bench-") as tmp:
@@ -192,6 +235,9 @@ def main() -> None:
                 memory = MemoryWatch(server.pid)
                 memory.sample()
                 idle = memory.peak_kib / 1024
+                time_list(base, database_url, profile_id, args.list_runs)
+                if args.list_only:
+                    return
                 rows, seconds = download(base, profile_id, args.segment, args.format, memory)
                 high_water = memory.server_high_water_mib()
             finally:

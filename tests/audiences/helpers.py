@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -78,3 +79,15 @@ def add_order(
     session.add(order)
     session.commit()
     return order
+
+
+def audience_sizes(
+    client: TestClient, profile_id: str, owner: dict[str, str]
+) -> dict[str, tuple[int, int, int]]:
+    """GET .../audiences: each segment's (customers, withEmail, withPhone)."""
+    response = client.get(f"/merchant/api/profiles/{profile_id}/audiences", headers=owner)
+    assert response.status_code == 200, response.text
+    return {
+        a["segment"]: (a["customers"], a["withEmail"], a["withPhone"])
+        for a in response.json()["audiences"]
+    }

@@ -6,17 +6,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import opt_out_phone
-from tests.audiences.helpers import add_customer, add_order
+from tests.audiences.helpers import add_customer, add_order, audience_sizes
 from tests.factories import ConnectedStoreFixture
 
 
 def _audiences(client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]) -> dict:
-    response = client.get(f"/merchant/api/profiles/{shop.profile.id}/audiences", headers=owner)
-    assert response.status_code == 200, response.text
-    return {
-        a["segment"]: (a["customers"], a["withEmail"], a["withPhone"])
-        for a in response.json()["audiences"]
-    }
+    return audience_sizes(client, shop.profile.id, owner)
 
 
 def test_each_segment_by_its_definition(

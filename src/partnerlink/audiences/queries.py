@@ -31,7 +31,6 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -146,6 +145,18 @@ def most_used_currency(connection: Connection, profile_id: str) -> str | None:
     return connection.scalar(statement)
 
 
+def latest_currency(connection: Connection, profile_id: str) -> str | None:
+    """The currency of the profile's latest order: a guess at its most used one that
+    the one pass (one_pass.py) checks (one row from ix_orders_profile_ordered)."""
+    statement = (
+        select(orders.c.order_currency)
+        .where(orders.c.profile_id == profile_id)
+        .order_by(orders.c.ordered_at.desc())
+        .limit(1)
+    )
+    return connection.scalar(statement)
+
+
 def has_test_stores(connection: Connection, profile_id: str) -> bool:
     statement = select(stores.c.id).where(stores.c.profile_id == profile_id, stores.c.is_test)
     return connection.scalar(statement.limit(1)) is not None
@@ -162,22 +173,32 @@ def has_suppressions(connection: Connection, profile_id: str, *, legacy: bool = 
     return connection.scalar(statement.limit(1)) is not None
 
 
-def _stats(scope: Scope, low: int | None = None, high: int | None = None) -> Subquery:
+def order_stats(
+    scope: Scope, low: int | None = None, high: int | None = None, *, anonymous: bool = False
+) -> Subquery:
+    """Each customer's order statistics; with `anonymous`, the orders without a customer
+    too (one row of customer_id NULL), and how many of each one's orders are in the
+    scope's currency (`in_currency`)."""
     in_currency = orders.c.order_currency == (scope.currency or "")
+    columns = [
+        orders.c.customer_id,
+        func.count().label("orders"),
+        func.min(orders.c.ordered_at).label("first_at"),
+        func.max(orders.c.ordered_at).label("last_at"),
+        # bigint, not SUM's numeric: `top` sorts by it, and numerics sort slowly.
+        cast(func.sum(case((in_currency, orders.c.order_price), else_=0)), BigInteger).label(
+            "spend"
+        ),
+    ]
+    if anonymous:
+        columns.append(func.count().filter(in_currency).label("in_currency"))
     statement = (
-        select(
-            orders.c.customer_id,
-            func.count().label("orders"),
-            func.min(orders.c.ordered_at).label("first_at"),
-            func.max(orders.c.ordered_at).label("last_at"),
-            # bigint, not SUM's numeric: `top` sorts by it, and numerics sort slowly.
-            cast(func.sum(case((in_currency, orders.c.order_price), else_=0)), BigInteger).label(
-                "spend"
-            ),
-        )
-        .where(orders.c.profile_id == scope.profile_id, orders.c.customer_id.is_not(None))
+        select(*columns)
+        .where(orders.c.profile_id == scope.profile_id)
         .group_by(orders.c.customer_id)
     )
+    if not anonymous:
+        statement = statement.where(orders.c.customer_id.is_not(None))
     if scope.has_test_stores:
         statement = statement.where(orders.c.store_id.not_in(_test_store_ids()))
     if low is not None:
@@ -187,7 +208,7 @@ def _stats(scope: Scope, low: int | None = None, high: int | None = None) -> Sub
     return statement.subquery("stats")
 
 
-def _eligible(scope: Scope) -> ColumnElement[bool]:
+def eligible(scope: Scope) -> ColumnElement[bool]:
     """Of the profile, neither opted out nor matching an erased identifier."""
     clauses = [
         customers.c.profile_id == scope.profile_id,
@@ -224,7 +245,7 @@ class TopCut:
     customer_id: int
 
 
-def _predicate(
+def predicate(
     segment: str, scope: Scope, stats: Subquery, cut: TopCut | None
 ) -> ColumnElement[bool]:
     buyer = stats.c.orders >= 1
@@ -253,13 +274,13 @@ def _joined(scope: Scope, stats: Subquery, *columns: Any) -> Select[Any]:
     return (
         select(*columns)
         .select_from(customers.outerjoin(stats, stats.c.customer_id == customers.c.id))
-        .where(_eligible(scope))
+        .where(eligible(scope))
     )
 
 
 def _top_ranked(scope: Scope, size: int, *columns: Any) -> Select[Any]:
     """The `size` buyers with the highest spend (then the oldest first)."""
-    stats = _stats(scope)
+    stats = order_stats(scope)
     return (
         _joined(scope, stats, *columns, stats.c.spend, customers.c.id)
         .where(stats.c.orders >= 1)
@@ -289,10 +310,10 @@ def segment_counts(
     connection: Connection, scope: Scope, segments: Sequence[str], cut: TopCut | None
 ) -> dict[str, tuple[int, int, int]]:
     """(customers, with an email, with a phone) of each segment, in one pass."""
-    stats = _stats(scope)
+    stats = order_stats(scope)
     columns = []
     for segment in segments:
-        member = _predicate(segment, scope, stats, cut)
+        member = predicate(segment, scope, stats, cut)
         for extra in (
             true(),
             customers.c.email.is_not(None),
@@ -334,64 +355,11 @@ def export_chunk(
         in_chunk.append(customers.c.id <= until)
     with_identifier = or_(customers.c.email.is_not(None), customers.c.phone_number.is_not(None))
     if segment == "all":
-        statement = select(customers.c.id, *EXPORT_COLUMNS).where(_eligible(scope))
+        statement = select(customers.c.id, *EXPORT_COLUMNS).where(eligible(scope))
     else:
-        stats = _stats(scope, after, until)
+        stats = order_stats(scope, after, until)
         statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS).where(
-            _predicate(segment, scope, stats, cut)
+            predicate(segment, scope, stats, cut)
         )
     statement = statement.where(*in_chunk, with_identifier).order_by(customers.c.id)
     return list(connection.execute(statement).all())
-
-
-# What the one pass of `segment_sizes` must not pay for (measured at 1,000,000 customers,
-# docs/audiences.md): parallel workers that each rebuild every customer's statistics,
-# and JIT compilation, which costs more than it saves on this one scan.
-ONE_PASS_SETTINGS = {"max_parallel_workers_per_gather": "0", "jit": "off"}
-
-
-def segment_sizes(connection: Connection, scope: Scope) -> dict[str, tuple[int, int, int]]:
-    """(customers, with an email, with a phone) of every segment, `top` too, in one pass
-    over the profile's customers and orders (PostgreSQL).
-
-    Each customer's order statistics come once from the orders' (profile, customer)
-    index in customer order; every segment but `top` is a FILTER count. `top` (the
-    ceil(buyers / 5) buyers of highest spend, then lowest id) is read from the buyers'
-    identifier codes (1 email, 2 phone, 3 both) aggregated in that order: its first
-    ceil(buyers / 5) elements are `top`'s members.
-    """
-    stats = _stats(scope)
-    has_email = customers.c.email.is_not(None)
-    has_phone = customers.c.phone_number.is_not(None)
-    columns: list[Any] = []
-    for segment in SEGMENTS[:-1]:
-        member = _predicate(segment, scope, stats, None)
-        columns.append(func.count() if segment == "all" else func.count().filter(member))
-        columns += [func.count().filter(and_(member, extra)) for extra in (has_email, has_phone)]
-    code = case((has_email, 1), else_=0) + case((has_phone, 2), else_=0)
-    ranked = func.array_agg(aggregate_order_by(code, stats.c.spend.desc(), customers.c.id))
-    columns.append(ranked.filter(stats.c.orders >= 1).label("ranked"))
-    one_pass = _joined(scope, stats, *columns).subquery("one_pass")
-    counted = list(one_pass.c)[:-1]
-    buyers = counted[SEGMENTS.index("buyers") * 3]
-    top = one_pass.c.ranked[1 : (buyers + 4) // 5]
-
-    def top_with(*codes: int) -> ColumnElement[int]:
-        found = [func.coalesce(func.cardinality(func.array_positions(top, c)), 0) for c in codes]
-        return found[0] + found[1]
-
-    statement = select(*counted, top_with(1, 3), top_with(2, 3)).select_from(one_pass)
-    for name, value in ONE_PASS_SETTINGS.items():
-        connection.exec_driver_sql(f"SET LOCAL {name} = {value}")
-    try:
-        row = connection.execute(statement).one()
-    finally:
-        for name in ONE_PASS_SETTINGS:
-            connection.exec_driver_sql(f"SET LOCAL {name} TO DEFAULT")
-    sizes = {
-        segment: (int(row[3 * i]), int(row[3 * i + 1]), int(row[3 * i + 2]))
-        for i, segment in enumerate(SEGMENTS[:-1])
-    }
-    buyer_count = sizes["buyers"][0]
-    sizes["top"] = ((buyer_count + 4) // 5, int(row[-2]), int(row[-1]))
-    return sizes

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences import queries
+from partnerlink.audiences import one_pass, queries
 from partnerlink.audiences.hashing import FORMATS
 from partnerlink.db.base import utcnow
 from partnerlink.problems import NotFound, ValidationFailed
@@ -44,15 +44,26 @@ class UnknownSegment(NotFound):
     detail = "No such segment: use all, buyers, new, repeat, lapsed or top."
 
 
-def _scope(session: Session, profile_id: str, digest_key: bytes) -> queries.Scope:
+def _scope(
+    session: Session, profile_id: str, digest_key: bytes, *, guess_currency: bool = False
+) -> queries.Scope:
+    """The profile's audience as of now. With `guess_currency`, its currency is the latest
+    order's, which the caller must check (segment sizes do, in their one pass), unless
+    test stores' orders are in the profile: their orders count in the most used currency
+    but stay out of the pass."""
     connection = session.connection()
     queries.prepare(connection, digest_key)
+    test_stores = queries.has_test_stores(connection, profile_id)
+    if guess_currency and not test_stores:
+        currency = queries.latest_currency(connection, profile_id)
+    else:
+        currency = queries.most_used_currency(connection, profile_id)
     return queries.Scope(
         profile_id=profile_id,
         now=utcnow(),
-        currency=queries.most_used_currency(connection, profile_id),
+        currency=currency,
         has_suppressions=queries.has_suppressions(connection, profile_id),
-        has_test_stores=queries.has_test_stores(connection, profile_id),
+        has_test_stores=test_stores,
         dialect=connection.dialect.name,
         digest_key=digest_key,
         has_legacy_suppressions=queries.has_suppressions(connection, profile_id, legacy=True),
@@ -71,11 +82,19 @@ def _top_cut(session: Session, scope: queries.Scope) -> queries.TopCut | None:
 
 def audiences(session: Session, *, profile_id: str, digest_key: bytes) -> list[dict[str, object]]:
     """Every segment with its size and identifier coverage (opted-out and erased left out)."""
-    scope = _scope(session, profile_id, digest_key)
     connection = session.connection()
     if connection.dialect.name == "postgresql":
-        counts = queries.segment_sizes(connection, scope)
+        scope = _scope(session, profile_id, digest_key, guess_currency=True)
+        sizes = one_pass.segment_sizes(connection, scope)
+        if not scope.has_test_stores and not sizes.currency_is_most_used(scope):
+            # No currency has most of the orders: count them all, and pass again in the
+            # most used one (a profile selling in several currencies alike).
+            exact = queries.most_used_currency(connection, profile_id)
+            if exact != scope.currency:
+                sizes = one_pass.segment_sizes(connection, replace(scope, currency=exact))
+        counts = sizes.sizes
     else:
+        scope = _scope(session, profile_id, digest_key)
         # Two passes over the profile: every segment but `top`, then `top` from the
         # buyers' count (SQLite has no ordered array aggregate for the one pass).
         counts = queries.segment_counts(connection, scope, BEFORE_TOP, None)
