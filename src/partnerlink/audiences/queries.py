@@ -329,19 +329,32 @@ def export_chunk(
 ) -> list[Any]:
     """(id, email, phone, first name, last name, city, country, postal code) of members in
     (after, until]."""
+    statement = export_statement(scope, segment, cut, after, until).order_by(customers.c.id)
+    return list(connection.execute(statement).all())
+
+
+def export_statement(
+    scope: Scope,
+    segment: str,
+    cut: TopCut | None,
+    after: int,
+    until: int | None,
+    *extra: ColumnElement[Any],
+) -> Select[Any]:
+    """`export_chunk`'s SELECT, unordered, with `extra` columns of the customer after
+    the export's."""
     in_chunk = [customers.c.id > after]
     if until is not None:
         in_chunk.append(customers.c.id <= until)
     with_identifier = or_(customers.c.email.is_not(None), customers.c.phone_number.is_not(None))
     if segment == "all":
-        statement = select(customers.c.id, *EXPORT_COLUMNS).where(_eligible(scope))
+        statement = select(customers.c.id, *EXPORT_COLUMNS, *extra).where(_eligible(scope))
     else:
         stats = _stats(scope, after, until)
-        statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS).where(
+        statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS, *extra).where(
             _predicate(segment, scope, stats, cut)
         )
-    statement = statement.where(*in_chunk, with_identifier).order_by(customers.c.id)
-    return list(connection.execute(statement).all())
+    return statement.where(*in_chunk, with_identifier)
 
 
 # What the one pass of `segment_sizes` must not pay for (measured at 1,000,000 customers,

@@ -2,16 +2,30 @@
 
 The segment's exportable members (the §8 export's query: no opted-out, erased,
 control-group or test-store-only customer) are compared with the rows the platform
-holds by our records, a chunk of customer ids at a time: a new member is added, one
+holds by our records, a range of customer ids at a time: a new member is added, one
 who left is removed by the row last sent, and one whose row changed is removed by
-the old row and added with the new. Removals pending are always sent before
-additions, so a changed member's old row goes before its new one. Every call's rows
-are recorded once the platform took them, in a transaction that also renews the
-lease: a sync cut short keeps what it did, and the next one sends only the rest.
+the old row and added with the new.
+
+What is compared is decided in SQL. Each held row keeps the fingerprint of the
+customer columns it was made from (queries.member_fingerprint), and each destination
+the basis its rows were last fully compared under (row format, platform, segment,
+campaign and holdout). While the basis stays, the database returns only the members
+not held, the held rows whose customer is no longer a member, and the members whose
+fingerprint changed; only those are hashed. Membership itself (opt-outs, erasures,
+STOPs, test stores, the time-based segments) is the export's predicate, evaluated on
+every sync; the one rule applied here, the campaign's control group, is fixed by the
+basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format)
+compares every member once, and is recorded when that sync completes.
+
+Removals pending are always sent before additions, so a changed member's old row goes
+before its new one. Every call's rows are recorded once the platform took them, in a
+transaction that also renews the lease: a sync cut short keeps what it did, and the
+next one sends only the rest.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
@@ -19,26 +33,44 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
-from partnerlink.audiences.service import EXPORT_CHUNK, ExportPlan, plan_export
+from partnerlink.audiences.service import ExportPlan, plan_export
 from partnerlink.destinations import queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender
+from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
 
-Pending = list[tuple[int, str]]
+# Bump when the rows sent for the same customer columns change (normalization,
+# hashing, a platform's row shape): every destination then compares all its members once.
+ROW_FORMAT = 1
+
+# Customers a read covers. Comparing every member, the reader holds each returned row
+# (one per member) until hashed; otherwise only the differences come back.
+COMPARE_ALL_CHUNK = 20_000
+CHANGES_CHUNK = 200_000
+
+Removal = tuple[int, str]
 
 
-def _exclusion(session: Session, destination: Destination) -> Callable[[int], bool]:
-    """The campaign's control group, which never sees its ads (CONTRACT §7)."""
+def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
+    """The campaign's control group, which never sees its ads (CONTRACT §7), and the
+    basis of the comparison: what the held rows depend on besides the customer."""
+    terms: list[Any] = [ROW_FORMAT, destination.platform, destination.segment]
     if destination.campaign_id is None:
-        return lambda _customer_id: False
-    campaign = campaign_of(
-        session, profile_id=destination.profile_id, campaign_id=destination.campaign_id
-    )
-    salt, percent = campaign.salt, campaign.holdout_percent
-    return lambda customer_id: is_control(salt, customer_id, percent)
+        excluded: Callable[[int], bool] = lambda _customer_id: False  # noqa: E731
+    else:
+        campaign = campaign_of(
+            session, profile_id=destination.profile_id, campaign_id=destination.campaign_id
+        )
+        salt, percent = campaign.salt, campaign.holdout_percent
+        terms += [destination.campaign_id, sha256_hex(salt.hex()), percent]
+
+        def excluded(customer_id: int) -> bool:
+            return is_control(salt, customer_id, percent)
+
+    return excluded, sha256_hex(json.dumps(terms))
 
 
 class _Batches:
@@ -69,11 +101,11 @@ class _Batches:
         self.lease = lease
         self.report = report
         self.caller = caller
-        self.adds: Pending = []
-        self.removes: Pending = []
+        self.adds: list[queries.Member] = []
+        self.removes: list[Removal] = []
         self.in_flight: Future[None] | None = None
 
-    def queue(self, adds: Pending, removes: Pending) -> None:
+    def queue(self, adds: list[queries.Member], removes: list[Removal]) -> None:
         self.removes += removes
         self.adds += adds
         if len(self.removes) >= self.batch:
@@ -81,6 +113,12 @@ class _Batches:
         if len(self.adds) >= self.batch:
             self.send_removes()  # a changed member's old row goes before its new one
             self.send_adds()
+
+    def refingerprint(self, rows: list[tuple[int, int]]) -> None:
+        """Records new fingerprints of unchanged rows, in turn with the requests."""
+        if rows:
+            self.wait()
+            self.in_flight = self.caller.submit(self.record_fingerprints, rows)
 
     def finish(self) -> None:
         self.send_removes()
@@ -90,16 +128,14 @@ class _Batches:
     def send_removes(self) -> None:
         while self.removes:
             part, self.removes = self.removes[: self.batch], self.removes[self.batch :]
-            self.send(False, part)
+            self.wait()
+            self.in_flight = self.caller.submit(self.remove_and_record, part)
 
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            self.send(True, part)
-
-    def send(self, adding: bool, part: Pending) -> None:
-        self.wait()
-        self.in_flight = self.caller.submit(self.call_and_record, adding, part)
+            self.wait()
+            self.in_flight = self.caller.submit(self.add_and_record, part)
 
     def wait(self) -> None:
         """Until the request in flight is sent and recorded; its failure is raised here."""
@@ -107,31 +143,39 @@ class _Batches:
             call, self.in_flight = self.in_flight, None
             call.result()
 
-    def call_and_record(self, adding: bool, part: Pending) -> None:
+    def add_and_record(self, part: list[queries.Member]) -> None:
         """On the caller's thread: one request, then what the platform took is recorded."""
-        rows = [row for _, row in part]
-        sent = self.sender.add(rows) if adding else self.sender.remove(rows)
+        sent = self.sender.add([row for _, row, _ in part])
         with self.sessions.begin() as session:
             connection = session.connection()
             destination_id = self.destination.id
-            if adding:
-                queries.remember_members(
-                    connection, destination_id, self.destination.profile_id, part
-                )
-                queries.add_to_counters(
-                    connection,
-                    destination_id,
-                    sent_added=sent.taken - sent.rejected,
-                    sent_rejected=sent.rejected,
-                    members=len(part),
-                )
-            else:
-                queries.forget_members(connection, destination_id, [c for c, _ in part])
-                queries.add_to_counters(
-                    connection, destination_id, sent_removed=len(part), members=-len(part)
-                )
+            queries.remember_members(connection, destination_id, self.destination.profile_id, part)
+            queries.add_to_counters(
+                connection,
+                destination_id,
+                sent_added=sent.taken - sent.rejected,
+                sent_rejected=sent.rejected,
+                members=len(part),
+            )
             self.lease.renew(session)
         self.report.add(sent.report)
+
+    def remove_and_record(self, part: list[Removal]) -> None:
+        sent = self.sender.remove([row for _, row in part])
+        with self.sessions.begin() as session:
+            connection = session.connection()
+            destination_id = self.destination.id
+            queries.forget_members(connection, destination_id, [c for c, _ in part])
+            queries.add_to_counters(
+                connection, destination_id, sent_removed=len(part), members=-len(part)
+            )
+            self.lease.renew(session)
+        self.report.add(sent.report)
+
+    def record_fingerprints(self, rows: list[tuple[int, int]]) -> None:
+        with self.sessions.begin() as session:
+            queries.refingerprint_members(session.connection(), self.destination.id, rows)
+            self.lease.renew(session)
 
 
 def sync_audience(
@@ -153,10 +197,14 @@ def sync_audience(
             file_format="meta",
             digest_key=digest_key,
         )
-        excluded = _exclusion(session, destination)
+        excluded, basis = _campaign(session, destination)
+    compare_all = destination.members_basis != basis
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
         batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
-        _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
+        _send_chunks(sessions, destination, sender, plan, excluded, batches, compare_all)
+    if compare_all:
+        with sessions.begin() as session:
+            queries.set_members_basis(session.connection(), destination.id, basis)
     return report
 
 
@@ -166,32 +214,57 @@ def _send_chunks(
     sender: AudienceSender,
     plan: ExportPlan,
     excluded: Callable[[int], bool],
-    digest_key: bytes,
     batches: _Batches,
+    compare_all: bool,
 ) -> None:
+    size = COMPARE_ALL_CHUNK if compare_all else CHANGES_CHUNK
     after = 0
     while True:
         with sessions() as session:
             connection = session.connection()
-            audience_queries.prepare(connection, digest_key)
-            until = audience_queries.chunk_end(
-                connection, destination.profile_id, after, EXPORT_CHUNK
+            queries.prepare(connection, plan.scope.digest_key)
+            until = audience_queries.chunk_end(connection, destination.profile_id, after, size)
+            rows = queries.member_changes(
+                connection, plan, destination.id, after, until, compare_all=compare_all
             )
-            rows = audience_queries.export_chunk(
-                connection, plan.scope, plan.segment, plan.cut, after, until
-            )
-            held = queries.held_members(connection, destination.id, after, until)
-        current = _rows(rows, sender, excluded)
-        removes = [(c, sent) for c, sent in held.items() if current.get(c) != sent]
-        adds = [(c, sent) for c, sent in current.items() if held.get(c) != sent]
+        adds, removes, refingerprints = _compare(rows, sender, excluded)
+        del rows
         batches.queue(adds, removes)
+        batches.refingerprint(refingerprints)
         if until is None:
             break
         after = until
     batches.finish()
 
 
-def _rows(
+# Columns of queries.member_changes: the member's id, its 7 export columns, its
+# fingerprint, then the held row's customer id, row and fingerprint.
+_ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
+
+
+def _compare(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
-) -> dict[int, str]:
-    return {int(row[0]): sender.row(row[1:]) for row in rows if not excluded(int(row[0]))}
+) -> tuple[list[queries.Member], list[Removal], list[tuple[int, int]]]:
+    """What the pairs of member and held row call for: rows to add, rows to remove, and
+    fingerprints to record for members whose row stayed the same."""
+    adds: list[queries.Member] = []
+    removes: list[Removal] = []
+    refingerprints: list[tuple[int, int]] = []
+    make_row = sender.row
+    for pair in rows:
+        customer_id = pair[_ID]
+        held_row = pair[_HELD_ROW]
+        if customer_id is None or excluded(customer_id):
+            if held_row is not None:
+                removes.append((pair[_HELD_ID], held_row))
+            continue
+        row = make_row(pair[1:_FINGERPRINT])
+        fingerprint = pair[_FINGERPRINT]
+        if row == held_row:
+            if pair[_HELD_FINGERPRINT] != fingerprint:
+                refingerprints.append((customer_id, fingerprint))
+            continue
+        if held_row is not None:
+            removes.append((customer_id, held_row))
+        adds.append((customer_id, row, fingerprint))
+    return adds, removes, refingerprints

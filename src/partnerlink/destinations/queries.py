@@ -7,11 +7,13 @@ chunks), so a sync of any size holds one chunk in memory.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Table,
     and_,
     bindparam,
@@ -26,8 +28,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
+from partnerlink.audiences import queries as audience_queries
+from partnerlink.audiences.service import ExportPlan
 from partnerlink.customers.models import Customer
 from partnerlink.db.base import UTCDateTime
 from partnerlink.destinations.models import (
@@ -87,19 +94,93 @@ def claim_one(session: Session, *, destination_id: str, now: datetime, lease_sec
     return rows[0] if rows else None
 
 
-def held_members(
-    connection: Connection, destination_id: str, after: int, until: int | None
-) -> dict[int, str]:
-    """customer id → the row last sent, of the members with ids in (after, until]."""
-    statement = select(members.c.customer_id, members.c.sent).where(
+class member_fingerprint(FunctionElement[int]):
+    """The database's 64-bit digest of a customer's export columns (NULL and "" alike,
+    as the rows are: both hash to ""). Columns are joined by U+001F, which no stored
+    email or phone holds and which names and cities lose in normalization, so moving
+    it between columns cannot keep the fingerprint and change the row."""
+
+    type = BigInteger()
+    inherit_cache = True
+
+
+@compiles(member_fingerprint, "postgresql")
+def _fingerprint_postgresql(element: member_fingerprint, compiler: SQLCompiler, **kw: Any) -> str:
+    columns = [compiler.process(column, **kw) for column in element.clauses]
+    return f"hashtextextended(concat({_POSTGRES_SEPARATOR.join(columns)}), 0)"
+
+
+_POSTGRES_SEPARATOR = ", E'\\x1f', "
+
+
+@compiles(member_fingerprint)
+def _fingerprint_sqlite(element: member_fingerprint, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"partnerlink_fingerprint({compiler.process(element.clauses, **kw)})"
+
+
+def _sqlite_fingerprint(*values: object) -> int:
+    joined = "\x1f".join("" if value is None else str(value) for value in values)
+    digest = hashlib.blake2b(joined.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def prepare(connection: Connection, digest_key: bytes) -> None:
+    """The audience export's SQL functions, and SQLite's fingerprint (idempotent)."""
+    audience_queries.prepare(connection, digest_key)
+    if connection.dialect.name == "sqlite":
+        raw: Any = connection.connection.driver_connection
+        raw.create_function(
+            "partnerlink_fingerprint",
+            len(audience_queries.EXPORT_COLUMNS),
+            _sqlite_fingerprint,
+            deterministic=True,
+        )
+
+
+FINGERPRINT = member_fingerprint(*audience_queries.EXPORT_COLUMNS)
+
+
+def member_changes(
+    connection: Connection,
+    plan: ExportPlan,
+    destination_id: str,
+    after: int,
+    until: int | None,
+    *,
+    compare_all: bool,
+) -> list[Any]:
+    """The segment's members and the held members with ids in (after, until], side by
+    side (a FULL JOIN on the customer id): (id, email, phone, first name, last name,
+    city, country, postal code, fingerprint) of the member, NULLs when not one, then
+    (customer id, row sent, fingerprint) of the held row, NULLs when none.
+
+    Unless `compare_all`, only the pairs that may need a call: a member not held, a held
+    row whose customer is no longer a member (opted out, erased, left the segment), and
+    a member whose fingerprint differs from the one held with its row."""
+    current = audience_queries.export_statement(
+        plan.scope, plan.segment, plan.cut, after, until, FINGERPRINT.label("fingerprint")
+    ).subquery("current")
+    held = select(members.c.customer_id, members.c.sent, members.c.fingerprint).where(
         members.c.destination_id == destination_id, members.c.customer_id > after
     )
     if until is not None:
-        statement = statement.where(members.c.customer_id <= until)
-    return {int(row[0]): row[1] for row in connection.execute(statement)}
+        held = held.where(members.c.customer_id <= until)
+    held_rows = held.subquery("held")
+    statement = select(*current.c, *held_rows.c).select_from(
+        current.join(held_rows, held_rows.c.customer_id == current.c.id, full=True)
+    )
+    if not compare_all:
+        statement = statement.where(
+            or_(
+                current.c.id.is_(None),
+                held_rows.c.customer_id.is_(None),
+                held_rows.c.fingerprint.is_distinct_from(current.c.fingerprint),
+            )
+        )
+    return list(connection.execute(statement).all())
 
 
-# PostgreSQL takes a batch's ids and rows as two arrays: one statement of two parameters
+# PostgreSQL takes a batch's ids and rows as arrays: one statement of a few parameters
 # rather than 10,000 bound values (a DELETE's IN list, an executemany's 10,000 INSERTs).
 # The rows go as one text split by the server at line ends (no stored row holds one:
 # hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
@@ -109,12 +190,24 @@ _FORGET_POSTGRES = text(
     "AND customer_id = ANY(CAST(:ids AS bigint[]))"
 )
 _REMEMBER_POSTGRES = text(
-    "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent) "
-    "SELECT :destination_id, held.customer_id, :profile_id, held.sent "
-    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n')) "
-    "AS held(customer_id, sent) "
-    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent"
+    "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent, "
+    "fingerprint) "
+    "SELECT :destination_id, held.customer_id, :profile_id, held.sent, held.fingerprint "
+    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n'), "
+    "CAST(:fingerprints AS bigint[])) AS held(customer_id, sent, fingerprint) "
+    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent, "
+    "fingerprint = EXCLUDED.fingerprint"
 )
+_REFINGERPRINT_POSTGRES = text(
+    "UPDATE destination_members SET fingerprint = new.fingerprint "
+    "FROM unnest(CAST(:ids AS bigint[]), CAST(:fingerprints AS bigint[])) "
+    "AS new(customer_id, fingerprint) "
+    "WHERE destination_id = :destination_id AND destination_members.customer_id = "
+    "new.customer_id"
+)
+
+# A member as sent: customer id, the row, the fingerprint of the columns it was made from.
+Member = tuple[int, str, int | None]
 
 
 def forget_members(connection: Connection, destination_id: str, ids: Sequence[int]) -> None:
@@ -131,21 +224,22 @@ def forget_members(connection: Connection, destination_id: str, ids: Sequence[in
 
 
 def remember_members(
-    connection: Connection, destination_id: str, profile_id: str, rows: Sequence[tuple[int, str]]
+    connection: Connection, destination_id: str, profile_id: str, rows: Sequence[Member]
 ) -> None:
     """The rows the platform now holds (each replacing what was held for its customer):
     one upsert, not a delete then an insert."""
     if not rows:
         return
-    lines = "\n".join(sent for _, sent in rows)
+    lines = "\n".join(sent for _, sent, _ in rows)
     if connection.dialect.name == "postgresql" and lines.count("\n") == len(rows) - 1:
         connection.execute(
             _REMEMBER_POSTGRES,
             {
                 "destination_id": destination_id,
                 "profile_id": profile_id,
-                "ids": [customer_id for customer_id, _ in rows],
+                "ids": [customer_id for customer_id, _, _ in rows],
                 "rows": lines,
+                "fingerprints": [fingerprint for _, _, fingerprint in rows],
             },
         )
         return
@@ -154,7 +248,7 @@ def remember_members(
     connection.execute(
         statement.on_conflict_do_update(
             index_elements=[members.c.destination_id, members.c.customer_id],
-            set_={"sent": statement.excluded.sent},
+            set_={"sent": statement.excluded.sent, "fingerprint": statement.excluded.fingerprint},
         ),
         [
             {
@@ -162,9 +256,44 @@ def remember_members(
                 "customer_id": customer_id,
                 "profile_id": profile_id,
                 "sent": sent,
+                "fingerprint": fingerprint,
             }
-            for customer_id, sent in rows
+            for customer_id, sent, fingerprint in rows
         ],
+    )
+
+
+def refingerprint_members(
+    connection: Connection, destination_id: str, rows: Sequence[tuple[int, int]]
+) -> None:
+    """New fingerprints of held members whose columns changed but whose row did not
+    (a name's punctuation, a row held before fingerprints): no call, only a record."""
+    if not rows:
+        return
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            _REFINGERPRINT_POSTGRES,
+            {
+                "destination_id": destination_id,
+                "ids": [customer_id for customer_id, _ in rows],
+                "fingerprints": [fingerprint for _, fingerprint in rows],
+            },
+        )
+        return
+    connection.execute(
+        update(members)
+        .where(
+            members.c.destination_id == destination_id,
+            members.c.customer_id == bindparam("member_id"),
+        )
+        .values(fingerprint=bindparam("new_fingerprint")),
+        [{"member_id": c, "new_fingerprint": f} for c, f in rows],
+    )
+
+
+def set_members_basis(connection: Connection, destination_id: str, basis: str) -> None:
+    connection.execute(
+        update(destinations).where(destinations.c.id == destination_id).values(members_basis=basis)
     )
 
 
