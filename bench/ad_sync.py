@@ -142,13 +142,15 @@ if profile:
     import cProfile
     profiler = cProfile.Profile()
     profiler.enable()
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 outcome = sync_now(sessions, settings, sys.argv[1])
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 if profile:
     profiler.disable()
     profiler.dump_stats(profile)
-print(json.dumps({"seconds": seconds, "idle": idle, "peak": high_water(), "result": outcome.result}))
+print(json.dumps({
+    "seconds": seconds, "cpu": cpu, "idle": idle, "peak": high_water(), "result": outcome.result
+}))
 """
 
 

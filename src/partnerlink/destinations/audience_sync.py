@@ -49,7 +49,7 @@ ROW_FORMAT = 1
 # Customers a read covers. Comparing every member, the reader holds each returned row
 # (one per member) until hashed; otherwise only the differences come back.
 COMPARE_ALL_CHUNK = 20_000
-CHANGES_CHUNK = 200_000
+CHANGES_CHUNK = 100_000
 
 Removal = tuple[int, str]
 
@@ -217,9 +217,11 @@ def _send_chunks(
     batches: _Batches,
     compare_all: bool,
 ) -> None:
+    """Reads a range of customers on a thread of its own while this one compares the
+    previous range (the read's time is mostly the database's)."""
     size = COMPARE_ALL_CHUNK if compare_all else CHANGES_CHUNK
-    after = 0
-    while True:
+
+    def read(after: int) -> tuple[int | None, list[Any]]:
         with sessions() as session:
             connection = session.connection()
             queries.prepare(connection, plan.scope.digest_key)
@@ -227,13 +229,20 @@ def _send_chunks(
             rows = queries.member_changes(
                 connection, plan, destination.id, after, until, compare_all=compare_all
             )
-        adds, removes, refingerprints = _compare(rows, sender, excluded)
-        del rows
-        batches.queue(adds, removes)
-        batches.refingerprint(refingerprints)
-        if until is None:
-            break
-        after = until
+        return until, rows
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-read") as reader:
+        reading = reader.submit(read, 0)
+        while True:
+            until, rows = reading.result()
+            if until is not None:
+                reading = reader.submit(read, until)
+            adds, removes, refingerprints = _compare(rows, sender, excluded)
+            del rows
+            batches.queue(adds, removes)
+            batches.refingerprint(refingerprints)
+            if until is None:
+                break
     batches.finish()
 
 

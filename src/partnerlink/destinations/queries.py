@@ -160,24 +160,44 @@ def member_changes(
     current = audience_queries.export_statement(
         plan.scope, plan.segment, plan.cut, after, until, FINGERPRINT.label("fingerprint")
     ).subquery("current")
-    held = select(members.c.customer_id, members.c.sent, members.c.fingerprint).where(
+    # The held side of the join is narrow (id and fingerprint): the rows sent, nearly all
+    # of the table's bytes, are looked up only for the pairs returned.
+    held = select(members.c.customer_id, members.c.fingerprint).where(
         members.c.destination_id == destination_id, members.c.customer_id > after
     )
     if until is not None:
         held = held.where(members.c.customer_id <= until)
-    held_rows = held.subquery("held")
-    statement = select(*current.c, *held_rows.c).select_from(
-        current.join(held_rows, held_rows.c.customer_id == current.c.id, full=True)
+    held_ids = held.subquery("held")
+    held_row = members.alias("held_row")
+    sent = (
+        select(held_row.c.sent)
+        .where(
+            held_row.c.destination_id == destination_id,
+            held_row.c.customer_id == held_ids.c.customer_id,
+        )
+        .scalar_subquery()
     )
+    statement = select(
+        *current.c, held_ids.c.customer_id, sent.label("sent"), held_ids.c.fingerprint
+    ).select_from(current.join(held_ids, held_ids.c.customer_id == current.c.id, full=True))
     if not compare_all:
         statement = statement.where(
             or_(
                 current.c.id.is_(None),
-                held_rows.c.customer_id.is_(None),
-                held_rows.c.fingerprint.is_distinct_from(current.c.fingerprint),
+                held_ids.c.customer_id.is_(None),
+                held_ids.c.fingerprint.is_distinct_from(current.c.fingerprint),
             )
         )
+    if connection.dialect.name == "postgresql":
+        for name, value in JOIN_SETTINGS.items():  # for the rest of the read's transaction
+            connection.exec_driver_sql(f"SET LOCAL {name} = {value}")
     return list(connection.execute(statement).all())
+
+
+# The join's hash of a range's held ids in memory, not in temporary files; and no JIT
+# compilation, which the planner's guess at the look-ups of rows sent invites and which
+# costs more than the whole read (measured: 0.7 s of a 1.3 s read of 100,000 members).
+JOIN_SETTINGS = {"work_mem": "'64MB'", "jit": "off"}
 
 
 # PostgreSQL takes a batch's ids and rows as arrays: one statement of a few parameters
@@ -185,6 +205,7 @@ def member_changes(
 # The rows go as one text split by the server at line ends (no stored row holds one:
 # hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
 # text array element by element in Python, ~0.14 s a 10,000-row batch against ~0.01.
+# So do the ids and fingerprints of a remembered batch, as comma-separated numbers.
 _FORGET_POSTGRES = text(
     "DELETE FROM destination_members WHERE destination_id = :destination_id "
     "AND customer_id = ANY(CAST(:ids AS bigint[]))"
@@ -193,8 +214,9 @@ _REMEMBER_POSTGRES = text(
     "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent, "
     "fingerprint) "
     "SELECT :destination_id, held.customer_id, :profile_id, held.sent, held.fingerprint "
-    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n'), "
-    "CAST(:fingerprints AS bigint[])) AS held(customer_id, sent, fingerprint) "
+    "FROM unnest(CAST(string_to_array(:ids, ',') AS bigint[]), "
+    "string_to_array(:rows, E'\\n'), CAST(string_to_array(:fingerprints, ',', '') AS bigint[])) "
+    "AS held(customer_id, sent, fingerprint) "
     "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent, "
     "fingerprint = EXCLUDED.fingerprint"
 )
@@ -237,9 +259,12 @@ def remember_members(
             {
                 "destination_id": destination_id,
                 "profile_id": profile_id,
-                "ids": [customer_id for customer_id, _, _ in rows],
+                "ids": ",".join([str(customer_id) for customer_id, _, _ in rows]),
                 "rows": lines,
-                "fingerprints": [fingerprint for _, _, fingerprint in rows],
+                # An empty element is NULL (a row held before fingerprints).
+                "fingerprints": ",".join(
+                    ["" if fingerprint is None else str(fingerprint) for _, _, fingerprint in rows]
+                ),
             },
         )
         return
