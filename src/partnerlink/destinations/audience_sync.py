@@ -20,12 +20,13 @@ compares every member once, and is recorded when that sync completes.
 Removals pending are always sent before additions, so a changed member's old row goes
 before its new one. Every call's rows are recorded once the platform took them, in a
 transaction that also renews the lease: a sync cut short keeps what it did, and the
-next one sends only the rest.
+next one sends only the rest (and again the few rows taken but not yet recorded).
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
@@ -37,7 +38,7 @@ from partnerlink.audiences.service import ExportPlan, plan_export
 from partnerlink.destinations import queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender
+from partnerlink.destinations.senders import AudienceSender, Sent
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
@@ -76,13 +77,16 @@ def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int
 class _Batches:
     """Rows waiting to be sent, a platform request's worth at a time.
 
-    A request is made, and what the platform took recorded, on `caller`'s thread while
-    this one reads and hashes the next customers (the request's time is mostly the
-    platform's, the recording's mostly the database's). Only one is ever in flight, and
-    the next goes only once it is recorded, so requests go and are recorded in the same
-    order as one at a time, and a failure stops the sync as before. Should this thread
-    fail meanwhile, the request in flight is still recorded (leaving the `with` block
-    waits for it)."""
+    Three threads share the work: this one reads and hashes the customers, `caller`'s
+    makes the requests one after the other (their time is mostly the platform's), and
+    `recorder`'s records what the platform took, in the same order (its time is mostly
+    the database's). A request goes once the one before it was answered, and once the
+    record before that one is written: at most two requests' rows are ever taken by the
+    platform and not yet recorded. A failure anywhere stops the sync at the next request;
+    what was taken is recorded all the same (leaving the executors' `with` blocks waits
+    for it). A sync cut short keeps what it recorded; the next sends the rest, and any row
+    taken but not recorded again, which the platforms take as the same addition or
+    removal."""
 
     def __init__(
         self,
@@ -93,6 +97,7 @@ class _Batches:
         lease: Lease,
         report: Report,
         caller: Executor,
+        recorder: Executor,
     ) -> None:
         self.sessions = sessions
         self.destination = destination
@@ -101,9 +106,11 @@ class _Batches:
         self.lease = lease
         self.report = report
         self.caller = caller
+        self.recorder = recorder
         self.adds: list[queries.Member] = []
         self.removes: list[Removal] = []
-        self.in_flight: Future[None] | None = None
+        self.in_flight: Future[Future[None]] | None = None
+        self.recording: deque[Future[None]] = deque()
 
     def queue(self, adds: list[queries.Member], removes: list[Removal]) -> None:
         self.removes += removes
@@ -115,39 +122,50 @@ class _Batches:
             self.send_adds()
 
     def refingerprint(self, rows: list[tuple[int, int]]) -> None:
-        """Records new fingerprints of unchanged rows, in turn with the requests."""
+        """Records new fingerprints of unchanged rows, in turn with the requests'."""
         if rows:
-            self.wait()
-            self.in_flight = self.caller.submit(self.record_fingerprints, rows)
+            self.wait(pending_records=1)
+            self.recording.append(self.recorder.submit(self.record_fingerprints, rows))
 
     def finish(self) -> None:
         self.send_removes()
         self.send_adds()
-        self.wait()
+        self.wait(pending_records=0)
 
     def send_removes(self) -> None:
         while self.removes:
             part, self.removes = self.removes[: self.batch], self.removes[self.batch :]
-            self.wait()
-            self.in_flight = self.caller.submit(self.remove_and_record, part)
+            self.wait(pending_records=1)
+            self.in_flight = self.caller.submit(self.remove, part)
 
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            self.wait()
-            self.in_flight = self.caller.submit(self.add_and_record, part)
+            self.wait(pending_records=1)
+            self.in_flight = self.caller.submit(self.add, part)
 
-    def wait(self) -> None:
-        """Until the request in flight is sent and recorded; its failure is raised here."""
+    def wait(self, *, pending_records: int) -> None:
+        """Until the request in flight is answered and at most `pending_records` records
+        remain to write; a failure of either is raised here."""
         if self.in_flight is not None:
             call, self.in_flight = self.in_flight, None
-            call.result()
+            self.recording.append(call.result())
+        while len(self.recording) > pending_records:
+            self.recording.popleft().result()
 
-    def add_and_record(self, part: list[queries.Member]) -> None:
-        """On the caller's thread: one request, then what the platform took is recorded."""
+    def add(self, part: list[queries.Member]) -> Future[None]:
+        """On the caller's thread: one request; its record goes to the recorder."""
         sent = self.sender.add([row for _, row, _ in part])
+        return self.recorder.submit(self.record_added, part, sent)
+
+    def remove(self, part: list[Removal]) -> Future[None]:
+        sent = self.sender.remove([row for _, row in part])
+        return self.recorder.submit(self.record_removed, part, sent)
+
+    def record_added(self, part: list[queries.Member], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
+            queries.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
             queries.remember_members(connection, destination_id, self.destination.profile_id, part)
             queries.add_to_counters(
@@ -160,10 +178,10 @@ class _Batches:
             self.lease.renew(session)
         self.report.add(sent.report)
 
-    def remove_and_record(self, part: list[Removal]) -> None:
-        sent = self.sender.remove([row for _, row in part])
+    def record_removed(self, part: list[Removal], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
+            queries.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
             queries.forget_members(connection, destination_id, [c for c, _ in part])
             queries.add_to_counters(
@@ -174,6 +192,7 @@ class _Batches:
 
     def record_fingerprints(self, rows: list[tuple[int, int]]) -> None:
         with self.sessions.begin() as session:
+            queries.record_without_waiting_for_disk(session.connection())
             queries.refingerprint_members(session.connection(), self.destination.id, rows)
             self.lease.renew(session)
 
@@ -199,8 +218,13 @@ def sync_audience(
         )
         excluded, basis = _campaign(session, destination)
     compare_all = destination.members_basis != basis
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
-        batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
+    # The recorder outlives the caller: a request answered as the sync stops still has
+    # its record written.
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-record") as recorder,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
+    ):
+        batches = _Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
         _send_chunks(sessions, destination, sender, plan, excluded, batches, compare_all)
     if compare_all:
         with sessions.begin() as session:
