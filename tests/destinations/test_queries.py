@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.destinations import queries
+from partnerlink.destinations import members
 from partnerlink.destinations.models import DestinationMember
 from tests.destinations.sync_helpers import Destinations, meta_audience
 from tests.factories import ConnectedStoreFixture
@@ -30,7 +30,7 @@ def test_remembered_rows_replace_what_was_held_and_forgotten_ones_go(
     destination_id = Destinations(client, shop.profile.id, owner).create(meta_audience())["id"]
     profile_id = shop.profile.id
     connection = session.connection()
-    remember = queries.remember_members
+    remember = members.remember_members
     remember(connection, destination_id, profile_id, [(1, "a,b", 10), (2, "c", -(2**63))])
     # A row replaces the one held, its fingerprint too; a row with a line end (none is
     # ever sent, but the batch must still be recorded whole) takes the statement's other
@@ -45,8 +45,8 @@ def test_remembered_rows_replace_what_was_held_and_forgotten_ones_go(
         4: ("e", None),
     }
     # New fingerprints of rows that stay; one of a customer not held changes nothing.
-    queries.refingerprint_members(session.connection(), destination_id, [(4, 40), (7, 70)])
-    queries.forget_members(session.connection(), destination_id, [1, 3, 99])
+    members.refingerprint_members(session.connection(), destination_id, [(4, 40), (7, 70)])
+    members.forget_members(session.connection(), destination_id, [1, 3, 99])
     session.commit()
     assert _held(session, destination_id) == {2: ("d", 2**63 - 1), 4: ("e", 40)}
-    assert queries.count_members(session.connection(), destination_id) == 2
+    assert members.count_members(session.connection(), destination_id) == 2

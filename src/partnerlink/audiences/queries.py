@@ -319,20 +319,6 @@ def chunk_end(connection: Connection, profile_id: str, after: int, size: int) ->
     return connection.scalar(statement)
 
 
-def export_chunk(
-    connection: Connection,
-    scope: Scope,
-    segment: str,
-    cut: TopCut | None,
-    after: int,
-    until: int | None,
-) -> list[Any]:
-    """(id, email, phone, first name, last name, city, country, postal code) of members in
-    (after, until]."""
-    statement = export_statement(scope, segment, cut, after, until).order_by(customers.c.id)
-    return list(connection.execute(statement).all())
-
-
 def export_statement(
     scope: Scope,
     segment: str,
@@ -341,8 +327,8 @@ def export_statement(
     until: int | None,
     *extra: ColumnElement[Any],
 ) -> Select[Any]:
-    """`export_chunk`'s SELECT, unordered, with `extra` columns of the customer after
-    the export's."""
+    """(id, email, phone, first name, last name, city, country, postal code, *extra) of
+    the members in (after, until], in no order."""
     in_chunk = [customers.c.id > after]
     if until is not None:
         in_chunk.append(customers.c.id <= until)

@@ -7,7 +7,7 @@ who left is removed by the row last sent, and one whose row changed is removed b
 the old row and added with the new.
 
 What is compared is decided in SQL. Each held row keeps the fingerprint of the
-customer columns it was made from (queries.member_fingerprint), and each destination
+customer columns it was made from (members.member_fingerprint), and each destination
 the basis its rows were last fully compared under (row format, platform, segment,
 campaign and holdout). While the basis stays, the database returns only the members
 not held, the held rows whose customer is no longer a member, and the members whose
@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
-from partnerlink.destinations import queries
+from partnerlink.destinations import members, queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender, Sent
@@ -107,12 +107,12 @@ class _Batches:
         self.report = report
         self.caller = caller
         self.recorder = recorder
-        self.adds: list[queries.Member] = []
+        self.adds: list[members.Member] = []
         self.removes: list[Removal] = []
         self.in_flight: Future[Future[None]] | None = None
         self.recording: deque[Future[None]] = deque()
 
-    def queue(self, adds: list[queries.Member], removes: list[Removal]) -> None:
+    def queue(self, adds: list[members.Member], removes: list[Removal]) -> None:
         self.removes += removes
         self.adds += adds
         if len(self.removes) >= self.batch:
@@ -153,7 +153,7 @@ class _Batches:
         while len(self.recording) > pending_records:
             self.recording.popleft().result()
 
-    def add(self, part: list[queries.Member]) -> Future[None]:
+    def add(self, part: list[members.Member]) -> Future[None]:
         """On the caller's thread: one request; its record goes to the recorder."""
         sent = self.sender.add([row for _, row, _ in part])
         return self.recorder.submit(self.record_added, part, sent)
@@ -162,12 +162,12 @@ class _Batches:
         sent = self.sender.remove([row for _, row in part])
         return self.recorder.submit(self.record_removed, part, sent)
 
-    def record_added(self, part: list[queries.Member], sent: Sent) -> None:
+    def record_added(self, part: list[members.Member], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
-            queries.record_without_waiting_for_disk(connection)
+            members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            queries.remember_members(connection, destination_id, self.destination.profile_id, part)
+            members.remember_members(connection, destination_id, self.destination.profile_id, part)
             queries.add_to_counters(
                 connection,
                 destination_id,
@@ -181,9 +181,9 @@ class _Batches:
     def record_removed(self, part: list[Removal], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
-            queries.record_without_waiting_for_disk(connection)
+            members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            queries.forget_members(connection, destination_id, [c for c, _ in part])
+            members.forget_members(connection, destination_id, [c for c, _ in part])
             queries.add_to_counters(
                 connection, destination_id, sent_removed=len(part), members=-len(part)
             )
@@ -192,8 +192,8 @@ class _Batches:
 
     def record_fingerprints(self, rows: list[tuple[int, int]]) -> None:
         with self.sessions.begin() as session:
-            queries.record_without_waiting_for_disk(session.connection())
-            queries.refingerprint_members(session.connection(), self.destination.id, rows)
+            members.record_without_waiting_for_disk(session.connection())
+            members.refingerprint_members(session.connection(), self.destination.id, rows)
             self.lease.renew(session)
 
 
@@ -228,7 +228,7 @@ def sync_audience(
         _send_chunks(sessions, destination, sender, plan, excluded, batches, compare_all)
     if compare_all:
         with sessions.begin() as session:
-            queries.set_members_basis(session.connection(), destination.id, basis)
+            members.set_members_basis(session.connection(), destination.id, basis)
     return report
 
 
@@ -248,9 +248,9 @@ def _send_chunks(
     def read(after: int) -> tuple[int | None, list[Any]]:
         with sessions() as session:
             connection = session.connection()
-            queries.prepare(connection, plan.scope.digest_key)
+            members.prepare(connection, plan.scope.digest_key)
             until = audience_queries.chunk_end(connection, destination.profile_id, after, size)
-            rows = queries.member_changes(
+            rows = members.member_changes(
                 connection, plan, destination.id, after, until, compare_all=compare_all
             )
         return until, rows
@@ -270,17 +270,17 @@ def _send_chunks(
     batches.finish()
 
 
-# Columns of queries.member_changes: the member's id, its 7 export columns, its
+# Columns of members.member_changes: the member's id, its 7 export columns, its
 # fingerprint, then the held row's customer id, row and fingerprint.
 _ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
 
 
 def _compare(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
-) -> tuple[list[queries.Member], list[Removal], list[tuple[int, int]]]:
+) -> tuple[list[members.Member], list[Removal], list[tuple[int, int]]]:
     """What the pairs of member and held row call for: rows to add, rows to remove, and
     fingerprints to record for members whose row stayed the same."""
-    adds: list[queries.Member] = []
+    adds: list[members.Member] = []
     removes: list[Removal] = []
     refingerprints: list[tuple[int, int]] = []
     make_row = sender.row
