@@ -241,32 +241,41 @@ def _send_chunks(
     batches: _Batches,
     compare_all: bool,
 ) -> None:
-    """Reads a range of customers on a thread of its own while this one compares the
-    previous range (the read's time is mostly the database's)."""
-    size = COMPARE_ALL_CHUNK if compare_all else CHANGES_CHUNK
+    """Reads ranges of customers on threads of their own while this one compares the
+    ranges read (a read's time is the database's). Comparing every member, one range is
+    read ahead; otherwise the reads return little, and two go at once, on two of the
+    database's processes."""
+    size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
 
-    def read(after: int) -> tuple[int | None, list[Any]]:
+    def range_end(after: int) -> int | None:
+        with sessions() as session:
+            return audience_queries.chunk_end(
+                session.connection(), plan.scope.profile_id, after, size
+            )
+
+    def read(after: int, until: int | None) -> list[Any]:
         with sessions() as session:
             connection = session.connection()
             members.prepare(connection, plan.scope.digest_key)
-            until = audience_queries.chunk_end(connection, destination.profile_id, after, size)
-            rows = members.member_changes(
+            return members.member_changes(
                 connection, plan, destination.id, after, until, compare_all=compare_all
             )
-        return until, rows
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-read") as reader:
-        reading = reader.submit(read, 0)
+    reads: deque[Future[list[Any]]] = deque()
+    after: int | None = 0
+    with ThreadPoolExecutor(max_workers=readers, thread_name_prefix="audience-read") as reader:
         while True:
-            until, rows = reading.result()
-            if until is not None:
-                reading = reader.submit(read, until)
+            while after is not None and len(reads) <= readers:
+                until = range_end(after)
+                reads.append(reader.submit(read, after, until))
+                after = until
+            if not reads:
+                break
+            rows = reads.popleft().result()
             adds, removes, refingerprints = _compare(rows, sender, excluded)
             del rows
             batches.queue(adds, removes)
             batches.refingerprint(refingerprints)
-            if until is None:
-                break
     batches.finish()
 
 
