@@ -16,9 +16,11 @@ from sqlalchemy.orm import Session
 from partnerlink.destinations.google import GoogleClient
 from partnerlink.destinations.google_oauth import GoogleCredentials, TokenCache
 from partnerlink.destinations.meta import MetaClient
+from partnerlink.settings import Settings
 from tests.destinations import fake_google, fake_meta
 from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
+from tests.destinations.sync_helpers import Destinations, platform_settings
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.merchant.conftest import fresh_sign_in_budgets  # noqa: F401
 from tests.merchant.helpers import sign_in
@@ -66,6 +68,23 @@ def google_client(
         tokens=TokenCache(),  # no token shared with another test
     ) as client:
         yield client
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[FakeMeta, FakeGoogle]]:
+    """Both platforms' stand-ins, for the syncs' tests."""
+    with FakeMeta() as meta, FakeGoogle() as google:
+        yield meta, google
+
+
+@pytest.fixture
+def worker_settings(settings: Settings, servers: tuple[FakeMeta, FakeGoogle]) -> Settings:
+    return platform_settings(settings, *servers)
+
+
+@pytest.fixture
+def api(client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]) -> Destinations:
+    return Destinations(client, shop.profile.id, owner)
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from partnerlink.audiences.hashing import meta_hashes
+from partnerlink.customers.models import Customer
 from partnerlink.destinations.tasks import sync_due_destinations, wait_for_syncs
 from partnerlink.settings import Settings
 from tests.destinations import fake_google, fake_meta
@@ -23,6 +25,20 @@ def platform_settings(settings: Settings, meta: FakeMeta, google: FakeGoogle) ->
             "google_token_url": google.token_url,
             "ad_request_timeout_seconds": 1.0,
         }
+    )
+
+
+def customer_row(customer: Customer) -> tuple[str, ...]:
+    """The row Meta holds for the customer."""
+    return meta_hashes(
+        (
+            customer.email,
+            customer.phone_number,
+            customer.first_name,
+            customer.last_name,
+            customer.city,
+            customer.country_code,
+        )
     )
 
 

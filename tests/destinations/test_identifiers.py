@@ -8,6 +8,7 @@ from partnerlink.audiences.hashing import (
     google_line,
     google_postal_code,
     meta_city,
+    meta_hashes,
     meta_line,
     meta_phone,
     normalized_name,
@@ -158,3 +159,21 @@ def test_a_match_key_is_an_email_or_a_phone() -> None:
     assert not has_match_key(
         Identity(first_name="Ann", last_name="Lee", country="GB", postal_code="N1")
     )
+
+
+def test_meta_line_is_the_meta_hashes_joined() -> None:
+    """meta_line is written for speed; meta_hashes states the rules: they agree on every
+    kind of value, stored or not (spaces, case, scripts, punctuation, odd phones)."""
+    emails = [None, "", "  ", " Ann@Example.COM ", "zoë@exämple.de", "a\ud800b@x.io"]
+    phones = [None, "", "+", "+16505551212", "+1 650-555-1212", "0044 20 7946 0958", "+１２"]
+    names = [None, "", " ", "Mary-Ann", "O'Neil Smith", "Zoë", "São Paulo", "李小龍", "St. Louis"]
+    countries = [None, "", " us ", "FR", "de"]
+    rows = [
+        (email, phone, first, last, city, country, None)
+        for email in emails
+        for phone in phones
+        for first, last, city in zip(names, reversed(names), names[3:] + names[:3], strict=True)
+        for country in countries
+    ]
+    for row in rows:
+        assert meta_line(row) == ",".join(meta_hashes(row)), row

@@ -4,17 +4,14 @@ the control group and test stores never sent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import opt_out_phone
-from partnerlink.audiences.hashing import meta_hashes
 from partnerlink.customers.models import Customer
 from partnerlink.destinations.models import DestinationMember
 from partnerlink.kit.digests import sha256_hex
@@ -28,39 +25,12 @@ from tests.destinations.sync_helpers import (
     Destinations,
     google_audience,
     meta_audience,
-    platform_settings,
     run_worker,
 )
+from tests.destinations.sync_helpers import (
+    customer_row as _row,
+)
 from tests.factories import ConnectedStoreFixture, create_store
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[FakeMeta, FakeGoogle]]:
-    with FakeMeta() as meta, FakeGoogle() as google:
-        yield meta, google
-
-
-@pytest.fixture
-def worker_settings(settings: Settings, servers: tuple[FakeMeta, FakeGoogle]) -> Settings:
-    return platform_settings(settings, *servers)
-
-
-@pytest.fixture
-def api(client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]) -> Destinations:
-    return Destinations(client, shop.profile.id, owner)
-
-
-def _row(customer: Customer) -> tuple[str, ...]:
-    return meta_hashes(
-        (
-            customer.email,
-            customer.phone_number,
-            customer.first_name,
-            customer.last_name,
-            customer.city,
-            customer.country_code,
-        )
-    )
 
 
 def _users_calls(meta: FakeMeta, method: str) -> list[list[list[str]]]:

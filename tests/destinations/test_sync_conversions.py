@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -31,26 +29,9 @@ from tests.destinations.sync_helpers import (
     google_credentials,
     meta_audience,
     meta_conversions,
-    platform_settings,
     run_worker,
 )
 from tests.factories import ConnectedStoreFixture, connect_another_partner, create_store
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[FakeMeta, FakeGoogle]]:
-    with FakeMeta() as meta, FakeGoogle() as google:
-        yield meta, google
-
-
-@pytest.fixture
-def worker_settings(settings: Settings, servers: tuple[FakeMeta, FakeGoogle]) -> Settings:
-    return platform_settings(settings, *servers)
-
-
-@pytest.fixture
-def api(client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]) -> Destinations:
-    return Destinations(client, shop.profile.id, owner)
 
 
 def _order(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from hashlib import sha256
 
 from partnerlink.kit.digests import sha256_hex
 
@@ -136,8 +137,40 @@ def meta_hashes(row: CustomerRow) -> tuple[str, str, str, str, str, str]:
     )
 
 
+@lru_cache(maxsize=65_536)
+def _hashed_name(name: str | None) -> str:
+    """A first name's or a city's hash, by the value as stored (many share it)."""
+    return hashed_common(normalized_name(name))
+
+
+@lru_cache(maxsize=1_024)
+def _hashed_meta_country(country: str | None) -> str:
+    return hashed_common(meta_country(country))
+
+
 def meta_line(row: CustomerRow) -> str:
-    return ",".join(meta_hashes(row))
+    """`",".join(meta_hashes(row))`, a million times a sync: the same rules with one call
+    a customer rather than a dozen (tests/destinations/test_identifiers.py holds them
+    equal)."""
+    email, phone, first_name, last_name, city, country = row[:6]
+    if email:
+        email = email.strip().lower()
+    if phone:
+        digits = phone[1:]  # the stored form, +digits; meta_phone's rules for any other
+        stored = phone[0] == "+" and digits.isascii() and digits.isdigit()
+        phone = digits if stored else meta_phone(phone)
+    if last_name:
+        last_name = _letters_only(last_name)
+    return ",".join(
+        (
+            sha256(email.encode("utf-8", "surrogatepass")).hexdigest() if email else "",
+            sha256(phone.encode("utf-8", "surrogatepass")).hexdigest() if phone else "",
+            _hashed_name(first_name),
+            sha256(last_name.encode("utf-8", "surrogatepass")).hexdigest() if last_name else "",
+            _hashed_name(city),
+            _hashed_meta_country(country),
+        )
+    )
 
 
 def google_line(row: CustomerRow) -> str:

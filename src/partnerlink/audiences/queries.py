@@ -340,26 +340,25 @@ def chunk_end(connection: Connection, profile_id: str, after: int, size: int) ->
     return connection.scalar(statement)
 
 
-def export_chunk(
-    connection: Connection,
+def export_statement(
     scope: Scope,
     segment: str,
     cut: TopCut | None,
     after: int,
     until: int | None,
-) -> list[Any]:
-    """(id, email, phone, first name, last name, city, country, postal code) of members in
-    (after, until]."""
+    *extra: ColumnElement[Any],
+) -> Select[Any]:
+    """(id, email, phone, first name, last name, city, country, postal code, *extra) of
+    the members in (after, until], in no order."""
     in_chunk = [customers.c.id > after]
     if until is not None:
         in_chunk.append(customers.c.id <= until)
     with_identifier = or_(customers.c.email.is_not(None), customers.c.phone_number.is_not(None))
     if segment == "all":
-        statement = select(customers.c.id, *EXPORT_COLUMNS).where(eligible(scope))
+        statement = select(customers.c.id, *EXPORT_COLUMNS, *extra).where(eligible(scope))
     else:
         stats = order_stats(scope, after, until)
-        statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS).where(
+        statement = _joined(scope, stats, customers.c.id, *EXPORT_COLUMNS, *extra).where(
             predicate(segment, scope, stats, cut)
         )
-    statement = statement.where(*in_chunk, with_identifier).order_by(customers.c.id)
-    return list(connection.execute(statement).all())
+    return statement.where(*in_chunk, with_identifier)

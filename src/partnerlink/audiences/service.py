@@ -144,9 +144,8 @@ def export_lines(
             queries.prepare(connection, plan.scope.digest_key)
             profile_id = plan.scope.profile_id
             until = queries.chunk_end(connection, profile_id, after, EXPORT_CHUNK)
-            rows = queries.export_chunk(
-                connection, plan.scope, plan.segment, plan.cut, after, until
-            )
+            members = queries.export_statement(plan.scope, plan.segment, plan.cut, after, until)
+            rows = connection.execute(members.order_by(queries.customers.c.id)).all()
         lines = [line(row[1:]) for row in rows if exclude is None or not exclude(row[0])]
         if lines:
             yield ("\n".join(lines) + "\n").encode()

@@ -2,16 +2,31 @@
 
 The segment's exportable members (the §8 export's query: no opted-out, erased,
 control-group or test-store-only customer) are compared with the rows the platform
-holds by our records, a chunk of customer ids at a time: a new member is added, one
+holds by our records, a range of customer ids at a time: a new member is added, one
 who left is removed by the row last sent, and one whose row changed is removed by
-the old row and added with the new. Removals pending are always sent before
-additions, so a changed member's old row goes before its new one. Every call's rows
-are recorded once the platform took them, in a transaction that also renews the
-lease: a sync cut short keeps what it did, and the next one sends only the rest.
+the old row and added with the new.
+
+What is compared is decided in SQL. Each held row keeps the fingerprint of the
+customer columns it was made from (members.member_fingerprint), and each destination
+the basis its rows were last fully compared under (row format, platform, segment,
+campaign and holdout). While the basis stays, the database returns only the members
+not held, the held rows whose customer is no longer a member, and the members whose
+fingerprint changed; only those are hashed. Membership itself (opt-outs, erasures,
+STOPs, test stores, the time-based segments) is the export's predicate, evaluated on
+every sync; the one rule applied here, the campaign's control group, is fixed by the
+basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format)
+compares every member once, and is recorded when that sync completes.
+
+Removals pending are always sent before additions, so a changed member's old row goes
+before its new one. Every call's rows are recorded once the platform took them, in a
+transaction that also renews the lease: a sync cut short keeps what it did, and the
+next one sends only the rest (and again the few rows taken but not yet recorded).
 """
 
 from __future__ import annotations
 
+import json
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
@@ -19,38 +34,59 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
-from partnerlink.audiences.service import EXPORT_CHUNK, ExportPlan, plan_export
-from partnerlink.destinations import queries
+from partnerlink.audiences.service import ExportPlan, plan_export
+from partnerlink.destinations import members, queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender
+from partnerlink.destinations.senders import AudienceSender, Sent
+from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
 
-Pending = list[tuple[int, str]]
+# Bump when the rows sent for the same customer columns change (normalization,
+# hashing, a platform's row shape): every destination then compares all its members once.
+ROW_FORMAT = 1
+
+# Customers a read covers. Comparing every member, the reader holds each returned row
+# (one per member) until hashed; otherwise only the differences come back.
+COMPARE_ALL_CHUNK = 20_000
+CHANGES_CHUNK = 100_000
+
+Removal = tuple[int, str]
 
 
-def _exclusion(session: Session, destination: Destination) -> Callable[[int], bool]:
-    """The campaign's control group, which never sees its ads (CONTRACT §7)."""
+def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
+    """The campaign's control group, which never sees its ads (CONTRACT §7), and the
+    basis of the comparison: what the held rows depend on besides the customer."""
+    terms: list[Any] = [ROW_FORMAT, destination.platform, destination.segment]
     if destination.campaign_id is None:
-        return lambda _customer_id: False
-    campaign = campaign_of(
-        session, profile_id=destination.profile_id, campaign_id=destination.campaign_id
-    )
-    salt, percent = campaign.salt, campaign.holdout_percent
-    return lambda customer_id: is_control(salt, customer_id, percent)
+        excluded: Callable[[int], bool] = lambda _customer_id: False  # noqa: E731
+    else:
+        campaign = campaign_of(
+            session, profile_id=destination.profile_id, campaign_id=destination.campaign_id
+        )
+        salt, percent = campaign.salt, campaign.holdout_percent
+        terms += [destination.campaign_id, sha256_hex(salt.hex()), percent]
+
+        def excluded(customer_id: int) -> bool:
+            return is_control(salt, customer_id, percent)
+
+    return excluded, sha256_hex(json.dumps(terms))
 
 
 class _Batches:
     """Rows waiting to be sent, a platform request's worth at a time.
 
-    A request is made, and what the platform took recorded, on `caller`'s thread while
-    this one reads and hashes the next customers (the request's time is mostly the
-    platform's, the recording's mostly the database's). Only one is ever in flight, and
-    the next goes only once it is recorded, so requests go and are recorded in the same
-    order as one at a time, and a failure stops the sync as before. Should this thread
-    fail meanwhile, the request in flight is still recorded (leaving the `with` block
-    waits for it)."""
+    Three threads share the work: this one reads and hashes the customers, `caller`'s
+    makes the requests one after the other (their time is mostly the platform's), and
+    `recorder`'s records what the platform took, in the same order (its time is mostly
+    the database's). A request goes once the one before it was answered, and once the
+    record before that one is written: at most two requests' rows are ever taken by the
+    platform and not yet recorded. A failure anywhere stops the sync at the next request;
+    what was taken is recorded all the same (leaving the executors' `with` blocks waits
+    for it). A sync cut short keeps what it recorded; the next sends the rest, and any row
+    taken but not recorded again, which the platforms take as the same addition or
+    removal."""
 
     def __init__(
         self,
@@ -61,6 +97,7 @@ class _Batches:
         lease: Lease,
         report: Report,
         caller: Executor,
+        recorder: Executor,
     ) -> None:
         self.sessions = sessions
         self.destination = destination
@@ -69,11 +106,13 @@ class _Batches:
         self.lease = lease
         self.report = report
         self.caller = caller
-        self.adds: Pending = []
-        self.removes: Pending = []
-        self.in_flight: Future[None] | None = None
+        self.recorder = recorder
+        self.adds: list[members.Member] = []
+        self.removes: list[Removal] = []
+        self.in_flight: Future[Future[None]] | None = None
+        self.recording: deque[Future[None]] = deque()
 
-    def queue(self, adds: Pending, removes: Pending) -> None:
+    def queue(self, adds: list[members.Member], removes: list[Removal]) -> None:
         self.removes += removes
         self.adds += adds
         if len(self.removes) >= self.batch:
@@ -82,56 +121,80 @@ class _Batches:
             self.send_removes()  # a changed member's old row goes before its new one
             self.send_adds()
 
+    def refingerprint(self, rows: list[tuple[int, int]]) -> None:
+        """Records new fingerprints of unchanged rows, in turn with the requests'."""
+        if rows:
+            self.wait(pending_records=1)
+            self.recording.append(self.recorder.submit(self.record_fingerprints, rows))
+
     def finish(self) -> None:
         self.send_removes()
         self.send_adds()
-        self.wait()
+        self.wait(pending_records=0)
 
     def send_removes(self) -> None:
         while self.removes:
             part, self.removes = self.removes[: self.batch], self.removes[self.batch :]
-            self.send(False, part)
+            self.wait(pending_records=1)
+            self.in_flight = self.caller.submit(self.remove, part)
 
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            self.send(True, part)
+            self.wait(pending_records=1)
+            self.in_flight = self.caller.submit(self.add, part)
 
-    def send(self, adding: bool, part: Pending) -> None:
-        self.wait()
-        self.in_flight = self.caller.submit(self.call_and_record, adding, part)
-
-    def wait(self) -> None:
-        """Until the request in flight is sent and recorded; its failure is raised here."""
+    def wait(self, *, pending_records: int) -> None:
+        """Until the request in flight is answered and at most `pending_records` records
+        remain to write; a failure of either is raised here."""
         if self.in_flight is not None:
             call, self.in_flight = self.in_flight, None
-            call.result()
+            self.recording.append(call.result())
+        while len(self.recording) > pending_records:
+            self.recording.popleft().result()
 
-    def call_and_record(self, adding: bool, part: Pending) -> None:
-        """On the caller's thread: one request, then what the platform took is recorded."""
-        rows = [row for _, row in part]
-        sent = self.sender.add(rows) if adding else self.sender.remove(rows)
+    def add(self, part: list[members.Member]) -> Future[None]:
+        """On the caller's thread: one request; its record goes to the recorder."""
+        sent = self.sender.add([row for _, row, _ in part])
+        return self.recorder.submit(self.record_added, part, sent)
+
+    def remove(self, part: list[Removal]) -> Future[None]:
+        sent = self.sender.remove([row for _, row in part])
+        return self.recorder.submit(self.record_removed, part, sent)
+
+    def record_added(self, part: list[members.Member], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
+            members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            if adding:
-                queries.remember_members(
-                    connection, destination_id, self.destination.profile_id, part
-                )
-                queries.add_to_counters(
-                    connection,
-                    destination_id,
-                    sent_added=sent.taken - sent.rejected,
-                    sent_rejected=sent.rejected,
-                    members=len(part),
-                )
-            else:
-                queries.forget_members(connection, destination_id, [c for c, _ in part])
-                queries.add_to_counters(
-                    connection, destination_id, sent_removed=len(part), members=-len(part)
-                )
+            members.remember_members(connection, destination_id, self.destination.profile_id, part)
+            queries.add_to_counters(
+                connection,
+                destination_id,
+                sent_added=sent.taken - sent.rejected,
+                sent_rejected=sent.rejected,
+                members=len(part),
+            )
             self.lease.renew(session)
         self.report.add(sent.report)
+
+    def record_removed(self, part: list[Removal], sent: Sent) -> None:
+        with self.sessions.begin() as session:
+            connection = session.connection()
+            members.record_without_waiting_for_disk(connection)
+            destination_id = self.destination.id
+            members.forget_members(connection, destination_id, [c for c, _ in part])
+            queries.add_to_counters(
+                connection, destination_id, sent_removed=len(part), members=-len(part)
+            )
+            self.lease.renew(session)
+        self.report.add(sent.report)
+
+    def record_fingerprints(self, rows: list[tuple[int, int]]) -> None:
+        with self.sessions.begin() as session:
+            members.record_without_waiting_for_disk(session.connection())
+            members.refingerprint_members(session.connection(), self.destination.id, rows)
+            self.lease.renew(session)
 
 
 def sync_audience(
@@ -153,10 +216,19 @@ def sync_audience(
             file_format="meta",
             digest_key=digest_key,
         )
-        excluded = _exclusion(session, destination)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-sync") as caller:
-        batches = _Batches(sessions, destination, sender, batch, lease, report, caller)
-        _send_chunks(sessions, destination, sender, plan, excluded, digest_key, batches)
+        excluded, basis = _campaign(session, destination)
+    compare_all = destination.members_basis != basis
+    # The recorder outlives the caller: a request answered as the sync stops still has
+    # its record written.
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-record") as recorder,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
+    ):
+        batches = _Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
+        _send_chunks(sessions, destination, sender, plan, excluded, batches, compare_all)
+    if compare_all:
+        with sessions.begin() as session:
+            members.set_members_basis(session.connection(), destination.id, basis)
     return report
 
 
@@ -166,32 +238,75 @@ def _send_chunks(
     sender: AudienceSender,
     plan: ExportPlan,
     excluded: Callable[[int], bool],
-    digest_key: bytes,
     batches: _Batches,
+    compare_all: bool,
 ) -> None:
-    after = 0
-    while True:
+    """Reads ranges of customers on threads of their own while this one compares the
+    ranges read (a read's time is the database's). Comparing every member, one range is
+    read ahead; otherwise the reads return little, and two go at once, on two of the
+    database's processes."""
+    size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
+
+    def range_end(after: int) -> int | None:
+        with sessions() as session:
+            return audience_queries.chunk_end(
+                session.connection(), plan.scope.profile_id, after, size
+            )
+
+    def read(after: int, until: int | None) -> list[Any]:
         with sessions() as session:
             connection = session.connection()
-            audience_queries.prepare(connection, digest_key)
-            until = audience_queries.chunk_end(
-                connection, destination.profile_id, after, EXPORT_CHUNK
+            members.prepare(connection, plan.scope.digest_key)
+            return members.member_changes(
+                connection, plan, destination.id, after, until, compare_all=compare_all
             )
-            rows = audience_queries.export_chunk(
-                connection, plan.scope, plan.segment, plan.cut, after, until
-            )
-            held = queries.held_members(connection, destination.id, after, until)
-        current = _rows(rows, sender, excluded)
-        removes = [(c, sent) for c, sent in held.items() if current.get(c) != sent]
-        adds = [(c, sent) for c, sent in current.items() if held.get(c) != sent]
-        batches.queue(adds, removes)
-        if until is None:
-            break
-        after = until
+
+    reads: deque[Future[list[Any]]] = deque()
+    after: int | None = 0
+    with ThreadPoolExecutor(max_workers=readers, thread_name_prefix="audience-read") as reader:
+        while True:
+            while after is not None and len(reads) <= readers:
+                until = range_end(after)
+                reads.append(reader.submit(read, after, until))
+                after = until
+            if not reads:
+                break
+            rows = reads.popleft().result()
+            adds, removes, refingerprints = _compare(rows, sender, excluded)
+            del rows
+            batches.queue(adds, removes)
+            batches.refingerprint(refingerprints)
     batches.finish()
 
 
-def _rows(
+# Columns of members.member_changes: the member's id, its 7 export columns, its
+# fingerprint, then the held row's customer id, row and fingerprint.
+_ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
+
+
+def _compare(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
-) -> dict[int, str]:
-    return {int(row[0]): sender.row(row[1:]) for row in rows if not excluded(int(row[0]))}
+) -> tuple[list[members.Member], list[Removal], list[tuple[int, int]]]:
+    """What the pairs of member and held row call for: rows to add, rows to remove, and
+    fingerprints to record for members whose row stayed the same."""
+    adds: list[members.Member] = []
+    removes: list[Removal] = []
+    refingerprints: list[tuple[int, int]] = []
+    make_row = sender.row
+    for pair in rows:
+        customer_id = pair[_ID]
+        held_row = pair[_HELD_ROW]
+        if customer_id is None or excluded(customer_id):
+            if held_row is not None:
+                removes.append((pair[_HELD_ID], held_row))
+            continue
+        row = make_row(pair[1:_FINGERPRINT])
+        fingerprint = pair[_FINGERPRINT]
+        if row == held_row:
+            if pair[_HELD_FINGERPRINT] != fingerprint:
+                refingerprints.append((customer_id, fingerprint))
+            continue
+        if held_row is not None:
+            removes.append((customer_id, held_row))
+        adds.append((customer_id, row, fingerprint))
+    return adds, removes, refingerprints

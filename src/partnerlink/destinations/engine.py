@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import queries
+from partnerlink.destinations import members, queries
 from partnerlink.destinations.audience_sync import sync_audience
 from partnerlink.destinations.conversion_sync import sync_conversions
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
@@ -153,7 +153,7 @@ def sync_destination(
     }
     if destination.kind == "audience":
         with sessions() as session:
-            values["members"] = queries.count_members(session.connection(), destination.id)
+            values["members"] = members.count_members(session.connection(), destination.id)
     answer = report.as_json()
     if answer is not None:
         values["last_report"] = answer

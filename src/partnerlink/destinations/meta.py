@@ -16,11 +16,13 @@ that httpx speaks directly (CONTRACT §11).
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -48,6 +50,25 @@ _INVALID_PARAMETER = 100
 _NO_SUCH_OBJECT_SUBCODE = 33  # the id does not exist or the token may not see it
 
 AudienceRow = Sequence[str]  # the six hashes of META_SCHEMA, "" for a missing one
+T = TypeVar("T")
+
+_SCHEMA_JSON = json.dumps(list(META_SCHEMA))
+# Rows of lower-case hex hashes and commas: nothing in them needs a JSON escape, so
+# their JSON is written by joining strings.
+_HASH_LINES = re.compile(r"[0-9a-f,]*")
+
+
+def _rows_json(rows: Sequence[AudienceRow]) -> str:
+    return json.dumps([list(row) for row in rows])
+
+
+def _lines_json(lines: Sequence[str]) -> str:
+    """Rows given as their hashes joined by commas, as Meta's array of arrays: written
+    directly (a 10,000-row body in milliseconds, where splitting the rows and encoding
+    them took a tenth of a second), unless a row holds anything but hashes."""
+    if not _HASH_LINES.fullmatch(",".join(lines)):
+        return _rows_json([line.split(",") for line in lines])
+    return "[" + ",".join(['["' + line.replace(",", '","') + '"]' for line in lines]) + "]"
 
 
 @dataclass
@@ -125,30 +146,41 @@ class MetaClient(PlatformClient):
     # -- audiences -------------------------------------------------------------------
 
     def add_users(self, audience_id: str, rows: Sequence[AudienceRow]) -> MetaAudienceReport:
-        return self._upload("POST", audience_id, rows)
+        return self._upload("POST", audience_id, rows, _rows_json)
 
     def remove_users(self, audience_id: str, rows: Sequence[AudienceRow]) -> MetaAudienceReport:
-        return self._upload("DELETE", audience_id, rows)
+        return self._upload("DELETE", audience_id, rows, _rows_json)
+
+    def add_user_lines(self, audience_id: str, lines: Sequence[str]) -> MetaAudienceReport:
+        """`add_users` of rows given as their six hashes joined by commas."""
+        return self._upload("POST", audience_id, lines, _lines_json)
+
+    def remove_user_lines(self, audience_id: str, lines: Sequence[str]) -> MetaAudienceReport:
+        return self._upload("DELETE", audience_id, lines, _lines_json)
 
     def _upload(
-        self, method: str, audience_id: str, rows: Sequence[AudienceRow]
+        self,
+        method: str,
+        audience_id: str,
+        rows: Sequence[T],
+        data_json: Callable[[Sequence[T]], str],
     ) -> MetaAudienceReport:
         # Meta's session id is the sender's choice: a positive 63-bit number.
         report = MetaAudienceReport(session_id=secrets.randbits(62) + 1)
         batches = list(chunks(rows, MAX_AUDIENCE_ROWS))
         for seq, batch in enumerate(batches, start=1):
-            body = {
-                "payload": {
-                    "schema": list(META_SCHEMA),
-                    "data": list(batch),
-                },  # a tuple is a JSON array too
-                "session": {
-                    "session_id": report.session_id,
-                    "batch_seq": seq,
-                    "last_batch_flag": seq == len(batches),
-                    "estimated_num_total": len(rows),
-                },
+            session = {
+                "session_id": report.session_id,
+                "batch_seq": seq,
+                "last_batch_flag": seq == len(batches),
+                "estimated_num_total": len(rows),
             }
+            # {"payload": {"schema": [...], "data": [[...], ...]}, "session": {...}}, with
+            # the data, nearly all of the body, written by `data_json`.
+            body = (
+                f'{{"payload":{{"schema":{_SCHEMA_JSON},"data":{data_json(batch)}}},'
+                f'"session":{json.dumps(session)}}}'
+            )
             try:
                 answer = self._call(method, f"{_digits(audience_id)}/users", body)
             except PlatformError as error:
@@ -201,14 +233,19 @@ class MetaClient(PlatformClient):
 
     # -- HTTP ------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, object]:
+    def _call(self, method: str, path: str, body: dict[str, Any] | str) -> dict[str, object]:
+        """`body` is JSON: an object, or its text already written."""
+        headers = {"Authorization": f"Bearer {self.access_token}"}
         try:
-            response = self.client.request(
-                method,
-                f"{self.base}/{path}",
-                json=body,
-                headers={"Authorization": f"Bearer {self.access_token}"},
-            )
+            if isinstance(body, str):
+                headers["Content-Type"] = "application/json"
+                response = self.client.request(
+                    method, f"{self.base}/{path}", content=body.encode(), headers=headers
+                )
+            else:
+                response = self.client.request(
+                    method, f"{self.base}/{path}", json=body, headers=headers
+                )
         except httpx.HTTPError as error:
             raise transport_error(self.name, error) from None
         answer = json_object(response)

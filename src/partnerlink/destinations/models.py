@@ -61,6 +61,9 @@ class Destination(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     sync_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What the held members were last fully compared under (audience_sync.basis): while
+    # it stays the same, a sync reads only the members whose fingerprint changed.
+    members_basis: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -71,7 +74,9 @@ class DestinationMember(Base):
     `sent` is the row exactly as it went (the identifiers' hashes, and Google's plain
     region and postal code): a member who leaves, or whose identifiers change, is
     removed by it. No foreign key to the customer: an erased customer's row must
-    outlive it until its removal has reached the platform.
+    outlive it until its removal has reached the platform. `fingerprint` is the
+    database's digest of the customer columns `sent` was made from (NULL for rows held
+    before it existed): a customer whose fingerprint still matches needs no new row.
     """
 
     __tablename__ = "destination_members"
@@ -82,6 +87,7 @@ class DestinationMember(Base):
     customer_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     profile_id: Mapped[str] = mapped_column(String(36))
     sent: Mapped[str] = mapped_column(Text)
+    fingerprint: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class DestinationConversion(Base):

@@ -1,8 +1,5 @@
-"""The SQL of destinations: claiming due syncs, the members each list holds, the orders
-still to send, and the counters a sent batch moves.
-
-Members are read a range of customer ids at a time (the audience export's keyset
-chunks), so a sync of any size holds one chunk in memory.
+"""The SQL of destinations: claiming due syncs, the orders still to send, and the
+counters a sent batch moves. The members each audience list holds are members.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
-    delete,
     exists,
     func,
     insert,
@@ -24,7 +20,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -85,92 +80,6 @@ def claim_one(session: Session, *, destination_id: str, now: datetime, lease_sec
         returning=[destinations.c.id],
     )
     return rows[0] if rows else None
-
-
-def held_members(
-    connection: Connection, destination_id: str, after: int, until: int | None
-) -> dict[int, str]:
-    """customer id → the row last sent, of the members with ids in (after, until]."""
-    statement = select(members.c.customer_id, members.c.sent).where(
-        members.c.destination_id == destination_id, members.c.customer_id > after
-    )
-    if until is not None:
-        statement = statement.where(members.c.customer_id <= until)
-    return {int(row[0]): row[1] for row in connection.execute(statement)}
-
-
-# PostgreSQL takes a batch's ids and rows as two arrays: one statement of two parameters
-# rather than 10,000 bound values (a DELETE's IN list, an executemany's 10,000 INSERTs).
-# The rows go as one text split by the server at line ends (no stored row holds one:
-# hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
-# text array element by element in Python, ~0.14 s a 10,000-row batch against ~0.01.
-_FORGET_POSTGRES = text(
-    "DELETE FROM destination_members WHERE destination_id = :destination_id "
-    "AND customer_id = ANY(CAST(:ids AS bigint[]))"
-)
-_REMEMBER_POSTGRES = text(
-    "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent) "
-    "SELECT :destination_id, held.customer_id, :profile_id, held.sent "
-    "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n')) "
-    "AS held(customer_id, sent) "
-    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent"
-)
-
-
-def forget_members(connection: Connection, destination_id: str, ids: Sequence[int]) -> None:
-    if not ids:
-        return
-    if connection.dialect.name == "postgresql":
-        connection.execute(_FORGET_POSTGRES, {"destination_id": destination_id, "ids": list(ids)})
-        return
-    connection.execute(
-        delete(members).where(
-            members.c.destination_id == destination_id, members.c.customer_id.in_(ids)
-        )
-    )
-
-
-def remember_members(
-    connection: Connection, destination_id: str, profile_id: str, rows: Sequence[tuple[int, str]]
-) -> None:
-    """The rows the platform now holds (each replacing what was held for its customer):
-    one upsert, not a delete then an insert."""
-    if not rows:
-        return
-    lines = "\n".join(sent for _, sent in rows)
-    if connection.dialect.name == "postgresql" and lines.count("\n") == len(rows) - 1:
-        connection.execute(
-            _REMEMBER_POSTGRES,
-            {
-                "destination_id": destination_id,
-                "profile_id": profile_id,
-                "ids": [customer_id for customer_id, _ in rows],
-                "rows": lines,
-            },
-        )
-        return
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(members)
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[members.c.destination_id, members.c.customer_id],
-            set_={"sent": statement.excluded.sent},
-        ),
-        [
-            {
-                "destination_id": destination_id,
-                "customer_id": customer_id,
-                "profile_id": profile_id,
-                "sent": sent,
-            }
-            for customer_id, sent in rows
-        ],
-    )
-
-
-def count_members(connection: Connection, destination_id: str) -> int:
-    statement = select(func.count()).where(members.c.destination_id == destination_id)
-    return int(connection.scalar(statement) or 0)
 
 
 def add_to_counters(connection: Connection, destination_id: str, **amounts: int) -> None:

@@ -76,11 +76,11 @@ class MetaAudience:
         return Sent(rows, report.rejected, report.as_report())
 
     def add(self, rows: Sequence[str]) -> Sent:
-        report = self.client.add_users(self.audience_id, [row.split(",") for row in rows])
+        report = self.client.add_user_lines(self.audience_id, rows)
         return self._sent(report, len(rows))
 
     def remove(self, rows: Sequence[str]) -> Sent:
-        report = self.client.remove_users(self.audience_id, [row.split(",") for row in rows])
+        report = self.client.remove_user_lines(self.audience_id, rows)
         return self._sent(report, len(rows))
 
 
