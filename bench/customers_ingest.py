@@ -35,6 +35,7 @@ from sqlalchemy import create_engine, func, insert, select
 
 from benchdb import fresh_database  # bench/benchdb.py
 from partnerlink.customers.ingest import BATCH_SIZE
+from partnerlink.customers.matching import MERGED_COLUMNS
 from partnerlink.customers.models import Customer
 from partnerlink.customers.queries import insert_customers
 from partnerlink.customers.reader import normalize_record
@@ -305,7 +306,7 @@ def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
             )
     same_insert = len(rows) / (time.perf_counter() - started)
     table = Customer.__table__
-    columns = ["email", "phone_number", "first_name", "last_name", "city", "country_code"]
+    columns = MERGED_COLUMNS
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH_SIZE):
         batch = [
