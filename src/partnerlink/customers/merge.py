@@ -117,7 +117,9 @@ class _Workspace:
         )
         if rekey:
             self._unindex(entity)
-        entity.values = [old if new is None else new for new, old in zip(record, values)]
+        entity.values = [
+            old if new is None else new for new, old in zip(record, values, strict=True)
+        ]
         if rekey:
             self._index(entity)
 
