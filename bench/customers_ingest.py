@@ -7,9 +7,10 @@ Generates a realistic file (varied phone formats, duplicates, some bad records;
 cached between runs), starts `partnerlink serve` on a fresh database, uploads
 the file through the URL of GET /v1/customers, waits for `done`, uploads it a
 second time, and prints records/second and the server's peak memory. Beside
-them, the ceiling: a plain batched insert of the same already-normalized rows
-into the same database through ingestion's own INSERT (one transaction per
-batch), with SQLAlchemy Core's insert() executemany for reference.
+them, the ceiling: a plain batched write of the same already-normalized rows
+into the same database through ingestion's own write, the fastest plain one
+(COPY on PostgreSQL, executemany INSERT on SQLite; one transaction per batch),
+with SQLAlchemy Core's insert() executemany for reference.
 
 With --s3 the server keeps the file in an S3 bucket (PARTNERLINK_UPLOAD_STORAGE)
 on a local S3-compatible server (moto's standalone server, started here)
@@ -269,11 +270,11 @@ def upload(
 
 
 def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
-    """Rows/s of plain batched inserts of the file's normalized, de-duplicated rows.
+    """Rows/s of plain batched writes of the file's normalized, de-duplicated rows.
 
-    First through the very INSERT ingestion uses (bulk.insert_customers: driver
-    executemany, one transaction per batch); then, for reference, through
-    SQLAlchemy Core's `insert()` executemany.
+    First through the very write ingestion uses (queries.insert_customers: COPY on
+    PostgreSQL, driver executemany on SQLite; one transaction per batch); then, for
+    reference, through SQLAlchemy Core's `insert()` executemany.
     """
     import ijson
 
@@ -420,8 +421,9 @@ def main() -> None:
             rate = args.records / first_total
             print(f"customers stored: {stored:,}")
             print(
-                f"ceiling: plain batched insert of the {rows:,} normalized rows: "
-                f"{same_insert:,.0f} rows/s (ingestion's own INSERT); "
+                f"ceiling: plain batched write of the {rows:,} normalized rows: "
+                f"{same_insert:,.0f} rows/s (ingestion's own write: "
+                f"{'COPY' if kind == 'PostgreSQL' else 'executemany INSERT'}); "
                 f"SQLAlchemy Core insert() executemany {core:,.0f} rows/s"
             )
             again = args.records / results[1][3]

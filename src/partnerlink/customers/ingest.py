@@ -34,7 +34,8 @@ from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.service import CustomerFields, upsert_customer
-from partnerlink.customers.storage import UploadStorage, upload_storage
+from partnerlink.customers.storage import UploadStorage
+from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql

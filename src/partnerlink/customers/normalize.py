@@ -17,9 +17,9 @@ import re
 
 from email_validator import EmailNotValidError, validate_email
 
+from partnerlink.kit.countries import country_codes
 from partnerlink.kit.text import storable_text, unstorable_characters
 from partnerlink.phones import normalize_phone
-from partnerlink.stores.schemas import country_codes
 
 __all__ = [
     "normalize_country_code",
