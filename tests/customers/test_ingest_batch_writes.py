@@ -11,8 +11,10 @@ from sqlalchemy.orm import Session
 
 from partnerlink.customers import queries
 from partnerlink.customers.service import resolve_customer
+from partnerlink.db.base import utcnow
 from tests.conftest import ON_POSTGRES
 from tests.customers.conftest import Uploader, counts
+from tests.factories import create_merchant_account, create_profile
 
 
 def test_phone_only_record_then_the_same_phone_with_an_email_in_one_batch(
@@ -91,4 +93,36 @@ def test_customer_created_by_another_writer_after_the_look_up_is_merged_not_dupl
     assert uploader.customers() == [
         ("new@example.com", None, "Nu", None, None, None),
         ("other@example.com", "+14155552671", None, None, None, None),
+    ]
+
+
+def test_a_batch_looks_up_every_key_it_is_given(session: Session) -> None:
+    """The look-up of a batch's stored customers (one text of keys on PostgreSQL, split
+    by the server; an array for a key that holds the separator)."""
+    profile_id = create_profile(session, create_merchant_account(session)).id
+    stamp = utcnow()
+    with session.begin_nested():
+        queries.insert_customers(
+            session,
+            profile_id=profile_id,
+            values=[
+                ("a@example.com", "+14155550001", "Ann", None, None, None, None),
+                (None, "+14155550002", None, None, None, None, None),
+                ("odd\x1f@example.com", None, None, None, None, None, None),
+            ],
+            now=stamp,
+        )
+
+    def found(column: str, keys: list[str]) -> list[Any]:
+        rows = queries.load_customers(session, profile_id=profile_id, column=column, keys=keys)
+        return sorted((row[1:3] for row in rows), key=repr)
+
+    assert found("email", ["a@example.com", "b@example.com"]) == [("a@example.com", "+14155550001")]
+    assert found("phone_number", ["+14155550001", "+14155550002", "+1"]) == [
+        ("a@example.com", "+14155550001"),
+        (None, "+14155550002"),
+    ]
+    assert found("email", ["odd\x1f@example.com", "a@example.com"]) == [
+        ("a@example.com", "+14155550001"),
+        ("odd\x1f@example.com", None),
     ]

@@ -107,12 +107,23 @@ def load_customers(
         return []
     connection = session.connection()
     if connection.dialect.name == "postgresql":
+        # The keys go as one text the server splits: measured, the driver's dumping of
+        # a 5,000-element array was a tenth of ingestion's time in the worker. Stored
+        # emails and phones hold no control character, so never the separator; a key
+        # that did would go as an array.
+        listed: Any = _KEY_SEPARATOR.join(keys)
+        keys_sql = "string_to_array(%s, chr(31))"
+        if any(_KEY_SEPARATOR in key for key in keys):
+            listed, keys_sql = list(keys), "%s"
         sql = (
             f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
-            f"AND {column} = ANY(%s) FOR UPDATE"
+            f"AND {column} = ANY({keys_sql}) FOR UPDATE"
         )
-        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, list(keys)))]
+        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, listed))]
     return [tuple(row) for row in _sqlite_in(connection, column, profile_id, list(keys))]
+
+
+_KEY_SEPARATOR = "\x1f"  # chr(31), the unit separator
 
 
 # SQLite caches every distinct statement it prepared (128 per connection), and a
