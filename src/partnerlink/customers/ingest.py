@@ -1,7 +1,8 @@
 """Ingestion of one claimed upload: batch by batch, each batch one short transaction.
 
 Per batch: load every stored customer the batch could match (two queries),
-plan creates and updates in memory (merge.py), write them with executemany,
+plan creates and updates in memory (merge.py), write them (new customers
+through COPY on PostgreSQL, executemany on SQLite; updates with executemany),
 and commit the upload's progress in the same transaction. A restart resumes
 after the last committed batch; re-applying a batch would be harmless anyway,
 since matching makes it a no-op.
