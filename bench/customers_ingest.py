@@ -7,9 +7,10 @@ Generates a realistic file (varied phone formats, duplicates, some bad records;
 cached between runs), starts `partnerlink serve` on a fresh database, uploads
 the file through the URL of GET /v1/customers, waits for `done`, uploads it a
 second time, and prints records/second and the server's peak memory. Beside
-them, the ceiling: a plain batched insert of the same already-normalized rows
-into the same database through ingestion's own INSERT (one transaction per
-batch), with SQLAlchemy Core's insert() executemany for reference.
+them, the ceiling: a plain batched write of the same already-normalized rows
+into the same database through ingestion's own write, the fastest plain one
+(COPY on PostgreSQL, executemany INSERT on SQLite; one transaction per batch),
+with SQLAlchemy Core's insert() executemany for reference.
 
 With --s3 the server keeps the file in an S3 bucket (PARTNERLINK_UPLOAD_STORAGE)
 on a local S3-compatible server (moto's standalone server, started here)
@@ -31,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, func, insert, select
+from sqlalchemy import create_engine, func, insert, select, text
+from sqlalchemy.engine import make_url
 
 from benchdb import fresh_database  # bench/benchdb.py
 from partnerlink.customers.ingest import BATCH_SIZE
+from partnerlink.customers.matching import MERGED_COLUMNS
 from partnerlink.customers.models import Customer
 from partnerlink.customers.queries import insert_customers
 from partnerlink.customers.reader import normalize_record
@@ -226,6 +229,41 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """CPU time of a process (and, with `children`, of its children it has waited for)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class DatabaseCpu:
+    """CPU time of the PostgreSQL backends serving one database (none on SQLite): on a
+    shared machine, CPU seconds compare runs that wall time cannot."""
+
+    def __init__(self, database_url: str) -> None:
+        self.name = make_url(database_url).database if database_url.startswith("postgres") else None
+        self.admin = Settings(database_url=database_url).database_url
+
+    def seconds(self) -> float:
+        if self.name is None:
+            return 0.0
+        engine = create_engine(self.admin)
+        with engine.connect() as conn:
+            pids = conn.scalars(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = :name AND pid <> pg_backend_pid()"
+                ),
+                {"name": self.name},
+            ).all()
+        engine.dispose()
+        return sum(_cpu_seconds(pid) for pid in pids)
+
+
 class MemoryWatch:
     """Peak resident memory of the server and its children (the upload reader), sampled."""
 
@@ -267,12 +305,12 @@ def upload(
             time.sleep(0.05)
 
 
-def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
-    """Rows/s of plain batched inserts of the file's normalized, de-duplicated rows.
+def ceiling(database_url: str, path: Path) -> tuple[float, float, int, float]:
+    """Rows/s of plain batched writes of the file's normalized, de-duplicated rows.
 
-    First through the very INSERT ingestion uses (bulk.insert_customers: driver
-    executemany, one transaction per batch); then, for reference, through
-    SQLAlchemy Core's `insert()` executemany.
+    First through the very write ingestion uses (queries.insert_customers: COPY on
+    PostgreSQL, driver executemany on SQLite; one transaction per batch); then, for
+    reference, through SQLAlchemy Core's `insert()` executemany.
     """
     import ijson
 
@@ -297,6 +335,8 @@ def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
         session.commit()
         profile_ids = [p.id for p in profiles]
     now = utcnow()
+    database_cpu = DatabaseCpu(database_url)
+    cpu = time.process_time() + database_cpu.seconds()
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH_SIZE):
         with sessions() as session, session.begin():
@@ -304,8 +344,9 @@ def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
                 session, profile_id=profile_ids[0], values=rows[start : start + BATCH_SIZE], now=now
             )
     same_insert = len(rows) / (time.perf_counter() - started)
+    cpu_per_row = (time.process_time() + database_cpu.seconds() - cpu) / len(rows)
     table = Customer.__table__
-    columns = ["email", "phone_number", "first_name", "last_name", "city", "country_code"]
+    columns = MERGED_COLUMNS
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH_SIZE):
         batch = [
@@ -321,7 +362,7 @@ def ceiling(database_url: str, path: Path) -> tuple[float, float, int]:
             conn.execute(insert(table), batch)
     core = len(rows) / (time.perf_counter() - started)
     engine.dispose()
-    return same_insert, core, len(rows)
+    return same_insert, core, len(rows), cpu_per_row
 
 
 def main() -> None:
@@ -384,15 +425,19 @@ def main() -> None:
                 print(f"database: {kind}; uploads stored in {'S3 (moto)' if s3 else 'files'}")
                 results = []
                 memory = MemoryWatch(server.pid)
+                database_cpu = DatabaseCpu(database_url)
                 for label in ("first upload", "re-upload"):
+                    cpu = _cpu_seconds(server.pid, children=True) + database_cpu.seconds()
                     status, up, total = upload(base, token, path, memory)
-                    results.append((label, status, up, total))
+                    cpu = _cpu_seconds(server.pid, children=True) + database_cpu.seconds() - cpu
+                    results.append((label, status, up, total, cpu / args.records))
                     print(
                         f"{label:>12}: {status['status']} in {total:6.1f} s (upload {up:4.1f} s) = "
                         f"{args.records / total:8,.0f} records/s whole file, "
                         f"{args.records / (total - up):8,.0f} records/s ingestion; "
                         f"created {status['created']:,} updated {status['updated']:,} "
-                        f"unchanged {status['unchanged']:,} rejected {status['rejected']:,}"
+                        f"unchanged {status['unchanged']:,} rejected {status['rejected']:,}; "
+                        f"CPU {1e6 * results[-1][4]:,.1f} µs/record (server, reader, database)"
                     )
                 high_water = memory.server_high_water_mib()
             finally:
@@ -414,19 +459,26 @@ def main() -> None:
                     .where(Customer.profile_id == profile_id)
                 )
             engine.dispose()
-            same_insert, core, rows = ceiling(database_url, path)
+            same_insert, core, rows, ceiling_cpu = ceiling(database_url, path)
             first_total = results[0][3]
             rate = args.records / first_total
             print(f"customers stored: {stored:,}")
             print(
-                f"ceiling: plain batched insert of the {rows:,} normalized rows: "
-                f"{same_insert:,.0f} rows/s (ingestion's own INSERT); "
+                f"ceiling: plain batched write of the {rows:,} normalized rows: "
+                f"{same_insert:,.0f} rows/s (ingestion's own write: "
+                f"{'COPY' if kind == 'PostgreSQL' else 'executemany INSERT'}); "
                 f"SQLAlchemy Core insert() executemany {core:,.0f} rows/s"
             )
             again = args.records / results[1][3]
             print(
                 f"whole file: {rate:,.0f} records/s = {100 * rate / same_insert:.0f}% of the ceiling; "
                 f"re-upload {again:,.0f} records/s = {100 * again / same_insert:.0f}%"
+            )
+            print(
+                f"CPU: ceiling {1e6 * ceiling_cpu:,.1f} µs/row (bench and database); whole file "
+                f"{1e6 * results[0][4]:,.1f} µs/record = {100 * ceiling_cpu / results[0][4]:.0f}% "
+                f"of the ceiling's rate at equal CPU; re-upload {1e6 * results[1][4]:,.1f} µs/record"
+                f" = {100 * ceiling_cpu / results[1][4]:.0f}%"
             )
         finally:
             drop_database()

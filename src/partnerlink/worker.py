@@ -16,7 +16,7 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.customers.storage import upload_storage
+from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys

@@ -17,7 +17,8 @@ from partnerlink.customers.schemas import (
     UploadUrlOut,
     upload_status_json,
 )
-from partnerlink.customers.storage import UploadTooLarge, upload_storage
+from partnerlink.customers.storage import UploadTooLarge
+from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.uploads import (
     InvalidUploadUrl,
     UploadInterrupted,

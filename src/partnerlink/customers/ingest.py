@@ -1,7 +1,8 @@
 """Ingestion of one claimed upload: batch by batch, each batch one short transaction.
 
 Per batch: load every stored customer the batch could match (two queries),
-plan creates and updates in memory (merge.py), write them with executemany,
+plan creates and updates in memory (merge.py), write them (new customers
+through COPY on PostgreSQL, executemany on SQLite; updates with executemany),
 and commit the upload's progress in the same transaction. A restart resumes
 after the last committed batch; re-applying a batch would be harmless anyway,
 since matching makes it a no-op.
@@ -34,7 +35,8 @@ from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.service import CustomerFields, upsert_customer
-from partnerlink.customers.storage import UploadStorage, upload_storage
+from partnerlink.customers.storage import UploadStorage
+from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql

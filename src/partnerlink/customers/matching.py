@@ -40,11 +40,8 @@ class LookUp(Enum):
 def rule_steps(email: str | None, phone: str | None) -> list[tuple[LookUp, str]]:
     """The look-ups the rule asks for a record, in order; each is asked only when those
     before it found no one. Empty: the record is anonymous."""
-    if email is None:
-        return [] if phone is None else [(LookUp.BY_PHONE, phone)]
-    steps = [(LookUp.BY_EMAIL, email)]
-    if phone is not None:
-        steps.append((LookUp.PHONE_ONLY, phone))
+    steps: list[tuple[LookUp, str]] = []
+    find_match(lambda look_up, value: steps.append((look_up, value)), email, phone)
     return steps
 
 
@@ -54,9 +51,11 @@ Found = TypeVar("Found")
 def find_match(
     find: Callable[[LookUp, str], Found | None], email: str | None, phone: str | None
 ) -> Found | None:
-    """The customer the rule matches, through the back-end's `find`; None: create one."""
-    for look_up, value in rule_steps(email, phone):
-        found = find(look_up, value)
-        if found is not None:
-            return found
-    return None
+    """The customer the rule matches, through the back-end's `find`; None: create one.
+    (Written out rather than looping over rule_steps: ingestion asks it for every record.)"""
+    if email is None:
+        return None if phone is None else find(LookUp.BY_PHONE, phone)
+    found = find(LookUp.BY_EMAIL, email)
+    if found is None and phone is not None:
+        found = find(LookUp.PHONE_ONLY, phone)
+    return found

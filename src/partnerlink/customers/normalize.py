@@ -17,9 +17,9 @@ import re
 
 from email_validator import EmailNotValidError, validate_email
 
+from partnerlink.kit.countries import country_codes
 from partnerlink.kit.text import storable_text, unstorable_characters
 from partnerlink.phones import normalize_phone
-from partnerlink.stores.schemas import country_codes
 
 __all__ = [
     "normalize_country_code",
@@ -93,7 +93,8 @@ def normalize_text(raw: object, max_length: int = MAX_TEXT_LENGTH) -> str | None
     """A trimmed non-empty string cut to the column's length, else None."""
     if not isinstance(raw, str):
         return None
-    value = _UNSTORABLE.sub("", raw).strip()
+    # Printable text (the common case) holds none of the unstorable characters.
+    value = (raw if raw.isprintable() else _UNSTORABLE.sub("", raw)).strip()
     if not value:
         return None
     return value[:max_length]
@@ -123,6 +124,8 @@ def record_refusals(record: dict[str, object]) -> list[str]:
         raw = record.get(name)
         if raw is None:
             continue
+        if type(raw) is str and raw.isprintable() and len(raw) <= limit and name != "countryCode":
+            continue  # the common case: printable text (so storable) within its limit
         if not isinstance(raw, str):
             refusals.append(f"{name} must be a string")
         elif len(raw) > limit:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Row, Table, func, select, update
 from sqlalchemy.engine import Connection as DriverConnection
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from partnerlink import jobs
@@ -106,12 +107,23 @@ def load_customers(
         return []
     connection = session.connection()
     if connection.dialect.name == "postgresql":
+        # The keys go as one text the server splits: measured, the driver's dumping of
+        # a 5,000-element array was a tenth of ingestion's time in the worker. Stored
+        # emails and phones hold no control character, so never the separator; a key
+        # that did would go as an array.
+        listed: Any = _KEY_SEPARATOR.join(keys)
+        keys_sql = "string_to_array(%s, chr(31))"
+        if any(_KEY_SEPARATOR in key for key in keys):
+            listed, keys_sql = list(keys), "%s"
         sql = (
             f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
-            f"AND {column} = ANY(%s) FOR UPDATE"
+            f"AND {column} = ANY({keys_sql}) FOR UPDATE"
         )
-        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, list(keys)))]
+        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, listed))]
     return [tuple(row) for row in _sqlite_in(connection, column, profile_id, list(keys))]
+
+
+_KEY_SEPARATOR = "\x1f"  # chr(31), the unit separator
 
 
 # SQLite caches every distinct statement it prepared (128 per connection), and a
@@ -143,14 +155,47 @@ def _bulk_writer(session: Session, now: datetime) -> tuple[DriverConnection, str
 def insert_customers(
     session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
 ) -> None:
-    """Batched INSERT of new customers; raises ConcurrentInsert if any already exists."""
+    """Batched INSERT of new customers; raises ConcurrentInsert if any already exists.
+
+    PostgreSQL takes them through COPY (measured: a third of executemany's CPU,
+    client and server together); a unique key another writer took meanwhile
+    fails the COPY, and the caller's transaction with it.
+    """
     if not values:
         return
     connection, mark, stamp = _bulk_writer(session, now)
+    if connection.dialect.name == "postgresql":
+        _copy_customers(connection, profile_id, values, stamp)
+        return
     sql = _insert_customers(_in_list(mark, len(_INSERT_COLUMNS)))
     result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
     if result.rowcount != len(values):
         raise ConcurrentInsert
+
+
+COPY_CUSTOMERS = f"COPY customers ({', '.join(_INSERT_COLUMNS)}) FROM STDIN"
+
+
+def _copy_customers(
+    connection: DriverConnection,
+    profile_id: str,
+    values: Sequence[Sequence[str | None]],
+    stamp: object,
+) -> None:
+    """COPY on the session's psycopg connection, in its transaction. Driver errors come
+    back as SQLAlchemy's, as from any statement (the caller retries deadlocks)."""
+    import psycopg
+
+    raw: Any = connection.connection.driver_connection
+    try:
+        with raw.cursor() as cursor, cursor.copy(COPY_CUSTOMERS) as copy:
+            write_row = copy.write_row
+            for row in values:
+                write_row((profile_id, *row, stamp, stamp))
+    except psycopg.errors.UniqueViolation as error:
+        raise ConcurrentInsert from error
+    except psycopg.Error as error:
+        raise DBAPIError.instance(COPY_CUSTOMERS, None, error, psycopg.Error) from error
 
 
 def update_customers(

@@ -4,35 +4,16 @@ and the answers that show a store (to its partner, and to its merchant)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Annotated, Any
 
-from babel import Locale
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
+from partnerlink.kit.countries import country_codes
 from partnerlink.kit.currencies import currency_codes
 from partnerlink.kit.text import storable_text
 from partnerlink.phones import normalize_phone
 from partnerlink.stores.models import Store
-
-# Babel's territory list also holds regions and groupings that are not countries
-# ("EU", "UN", "ZZ", "001"...) and codes ISO only reserves (Ascension "AC", Canary
-# Islands "IC"...): a store must sit in an ISO 3166-1 country. Kosovo's "XK" is kept:
-# it is the code every registry uses for it.
-_NOT_COUNTRIES = frozenset(
-    {"EU", "EZ", "UN", "QO", "ZZ", "XA", "XB", "AC", "CP", "CQ", "DG", "EA", "IC", "TA"}
-)
-
-
-@lru_cache(maxsize=1)
-def country_codes() -> frozenset[str]:
-    """ISO 3166-1 alpha-2 codes of countries and territories."""
-    return frozenset(
-        code
-        for code in map(str, Locale("en").territories)
-        if len(code) == 2 and code.isalpha() and code not in _NOT_COUNTRIES
-    )
 
 
 def _reject_control_characters(value: str) -> str:
