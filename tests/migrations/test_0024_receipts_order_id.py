@@ -21,7 +21,7 @@ from partnerlink.db.engine import make_engine
 from partnerlink.db.migrate import alembic_config, upgrade
 from partnerlink.settings import Settings
 from tests.conftest import ON_POSTGRES, TEST_DATABASE_URL
-from tests.factories import create_connected_store
+from tests.factories import create_merchant_account, create_profile, create_store
 
 PREVIOUS = "0023"
 SERVER_URL = Settings(database_url=TEST_DATABASE_URL or "sqlite://").database_url
@@ -79,9 +79,10 @@ def test_existing_receipts_get_their_orders_id_across_0024_and_back(
 ) -> None:
     engine = make_engine(database_before)
     with Session(engine) as session:
-        shop = create_connected_store(session, ereceipt=True, green_invoices=True)
-        session.commit()
-        store = (shop.store.id, shop.store.profile_id)
+        # A store without a connection: today's connections (0025's profile_id) are not 0023's.
+        profile = create_profile(session, create_merchant_account(session))
+        made = create_store(session, profile, green_invoices=True)
+        store = (made.id, made.profile_id)
     with engine.begin() as conn:
         _add_order_with_receipt(conn, store, "A-1", 1)
         _add_order_with_receipt(conn, store, "B/2 é", 2)

@@ -113,7 +113,7 @@ _REMEMBER_POSTGRES = text(
     "SELECT :destination_id, held.customer_id, :profile_id, held.sent "
     "FROM unnest(CAST(:ids AS bigint[]), string_to_array(:rows, E'\\n')) "
     "AS held(customer_id, sent) "
-    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent"
+    "ON CONFLICT (destination_id, customer_id, profile_id) DO UPDATE SET sent = EXCLUDED.sent"
 )
 
 
@@ -153,7 +153,7 @@ def remember_members(
     statement = dialect.insert(members)
     connection.execute(
         statement.on_conflict_do_update(
-            index_elements=[members.c.destination_id, members.c.customer_id],
+            index_elements=[members.c.destination_id, members.c.customer_id, members.c.profile_id],
             set_={"sent": statement.excluded.sent},
         ),
         [
