@@ -7,46 +7,28 @@ would take rows referencing receipts' parents with it), and back down.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from partnerlink.db.engine import make_engine
 from partnerlink.db.migrate import alembic_config, upgrade
-from partnerlink.settings import Settings
-from tests.conftest import ON_POSTGRES, TEST_DATABASE_URL
 from tests.factories import create_merchant_account, create_profile, create_store
+from tests.migrations import database_at
 
 PREVIOUS = "0023"
-SERVER_URL = Settings(database_url=TEST_DATABASE_URL or "sqlite://").database_url
 
 
 @pytest.fixture
 def database_before(tmp_path: Path) -> Iterator[str]:
     """A new database at the revision before 0024."""
-    if not ON_POSTGRES:
-        url = f"sqlite:///{tmp_path / 'before-0024.db'}"
-        command.upgrade(alembic_config(url), PREVIOUS)
+    with database_at(PREVIOUS, tmp_path) as url:
         yield url
-        return
-    name = f"plk_m24_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(SERVER_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = make_url(SERVER_URL).set(database=name).render_as_string(hide_password=False)
-        command.upgrade(alembic_config(url), PREVIOUS)
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _add_order_with_receipt(
