@@ -40,6 +40,7 @@ def test_ties_on_the_timestamp_are_broken_by_the_id_and_never_repeat(session: Se
         session.add(
             Connection(
                 store_id=store.id,
+                profile_id=store.profile_id,
                 partner_id=shop.partner.partner.id,
                 method="pairing",
                 created_at=SAME_MOMENT,

@@ -7,46 +7,28 @@ would take rows referencing receipts' parents with it), and back down.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from partnerlink.db.engine import make_engine
 from partnerlink.db.migrate import alembic_config, upgrade
-from partnerlink.settings import Settings
-from tests.conftest import ON_POSTGRES, TEST_DATABASE_URL
-from tests.factories import create_connected_store
+from tests.factories import create_merchant_account, create_profile, create_store
+from tests.migrations import database_at
 
 PREVIOUS = "0023"
-SERVER_URL = Settings(database_url=TEST_DATABASE_URL or "sqlite://").database_url
 
 
 @pytest.fixture
 def database_before(tmp_path: Path) -> Iterator[str]:
     """A new database at the revision before 0024."""
-    if not ON_POSTGRES:
-        url = f"sqlite:///{tmp_path / 'before-0024.db'}"
-        command.upgrade(alembic_config(url), PREVIOUS)
+    with database_at(PREVIOUS, tmp_path) as url:
         yield url
-        return
-    name = f"plk_m24_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(SERVER_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = make_url(SERVER_URL).set(database=name).render_as_string(hide_password=False)
-        command.upgrade(alembic_config(url), PREVIOUS)
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _add_order_with_receipt(
@@ -79,9 +61,10 @@ def test_existing_receipts_get_their_orders_id_across_0024_and_back(
 ) -> None:
     engine = make_engine(database_before)
     with Session(engine) as session:
-        shop = create_connected_store(session, ereceipt=True, green_invoices=True)
-        session.commit()
-        store = (shop.store.id, shop.store.profile_id)
+        # A store without a connection: today's connections (0025's profile_id) are not 0023's.
+        profile = create_profile(session, create_merchant_account(session))
+        made = create_store(session, profile, green_invoices=True)
+        store = (made.id, made.profile_id)
     with engine.begin() as conn:
         _add_order_with_receipt(conn, store, "A-1", 1)
         _add_order_with_receipt(conn, store, "B/2 é", 2)

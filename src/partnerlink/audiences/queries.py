@@ -94,12 +94,14 @@ def upsert_opt_outs(connection: Connection, rows: Sequence[dict[str, Any]], by: 
     """Records `by`'s opt-out (`by_merchant` or `by_stop`) beside any other already held."""
     if not rows:
         return
-    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    postgres = connection.dialect.name == "postgresql"
+    insert = postgresql.insert if postgres else sqlite.insert
     statement = insert(OptOut).values(list(rows))
+    # PostgreSQL's primary key carries profile_id, the distribution column (migration
+    # 0025); SQLite keeps customer_id alone (the rowid, which an upsert names only alone).
+    key = [opt_outs.c.customer_id, *([opt_outs.c.profile_id] if postgres else [])]
     connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[opt_outs.c.customer_id], set_={by: statement.excluded[by]}
-        )
+        statement.on_conflict_do_update(index_elements=key, set_={by: statement.excluded[by]})
     )
 
 

@@ -24,6 +24,8 @@ class IntegrationToken(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Recorded when the merchant confirms.
     merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id", ondelete="SET NULL"))
+    # A reference table on Citus (partnerlink.db.distribution): PostgreSQL has no foreign
+    # key to the distributed stores since migration 0025; SQLite keeps its own.
     store_id: Mapped[str | None] = mapped_column(ForeignKey("stores.id", ondelete="SET NULL"))
     green_invoices: Mapped[bool] = mapped_column(Boolean, default=False)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -54,6 +56,8 @@ class OAuthAuthorization(Base):
     code_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
     code_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     code_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # No foreign key on PostgreSQL since migration 0025 (a reference table on Citus, and
+    # connections are distributed); SQLite keeps its own.
     connection_id: Mapped[str | None] = mapped_column(
         ForeignKey("connections.id", ondelete="SET NULL")
     )

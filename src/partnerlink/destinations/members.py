@@ -151,7 +151,7 @@ _REMEMBER_POSTGRES = text(
     "FROM unnest(CAST(string_to_array(:ids, ',') AS bigint[]), "
     "string_to_array(:rows, E'\\n'), CAST(string_to_array(:fingerprints, ',', '') AS bigint[])) "
     "AS held(customer_id, sent, fingerprint) "
-    "ON CONFLICT (destination_id, customer_id) DO UPDATE SET sent = EXCLUDED.sent, "
+    "ON CONFLICT (destination_id, customer_id, profile_id) DO UPDATE SET sent = EXCLUDED.sent, "
     "fingerprint = EXCLUDED.fingerprint"
 )
 _REFINGERPRINT_POSTGRES = text(
@@ -206,7 +206,7 @@ def remember_members(
     statement = dialect.insert(members)
     connection.execute(
         statement.on_conflict_do_update(
-            index_elements=[members.c.destination_id, members.c.customer_id],
+            index_elements=[members.c.destination_id, members.c.customer_id, members.c.profile_id],
             set_={"sent": statement.excluded.sent, "fingerprint": statement.excluded.fingerprint},
         ),
         [

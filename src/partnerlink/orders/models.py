@@ -29,9 +29,15 @@ class Order(Base):
     __tablename__ = "orders"
     __table_args__ = (
         # Each partner connected to a store has its own order ids (CONTRACT.md §6); the
-        # upsert's ON CONFLICT and GET /v1/orders look orders up by this key.
+        # upsert's ON CONFLICT and GET /v1/orders look orders up by this key. It carries
+        # profile_id, the distribution column (migration 0025; on SQLite a unique index
+        # beside the older key without it).
         UniqueConstraint(
-            "store_id", "partner_id", "order_id", name="uq_orders_store_partner_order"
+            "store_id",
+            "partner_id",
+            "order_id",
+            "profile_id",
+            name="uq_orders_store_partner_order_profile",
         ),
         Index("ix_orders_store_created", "store_id", "ordered_at"),
         Index("ix_orders_customer", "customer_id", "ordered_at"),

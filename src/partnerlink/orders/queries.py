@@ -103,7 +103,8 @@ def _upsert(conversion: str, campaign: str) -> Statement:
     return Statement(
         f"INSERT INTO orders ({columns}, conversion, campaign_id)"
         f" VALUES ({values}, {conversion}, {campaign})"
-        f" ON CONFLICT (store_id, partner_id, order_id) DO UPDATE SET {_SET}"
+        # The key includes profile_id, the distribution column (migration 0025).
+        f" ON CONFLICT (store_id, partner_id, order_id, profile_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
         f" OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id, {_HAS_LATER}"
     )

@@ -130,6 +130,7 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
             due[position] = DueReceipt(
                 order_pk=order_pk,
                 store_id=one.caller.store_id,
+                profile_id=one.caller.profile_id,
                 order_id=one.order.orderId,
                 store_name=one.store.name,
                 to_phone=to_phone,

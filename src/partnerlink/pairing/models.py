@@ -18,6 +18,8 @@ class PairingCode(Base):
 
     id: Mapped[str] = IdColumn()
     code: Mapped[int] = mapped_column(Integer, unique=True)
+    # A reference table on Citus (partnerlink.db.distribution): PostgreSQL has no foreign
+    # key to the distributed stores since migration 0025; SQLite keeps its own.
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
     partner_id: Mapped[str] = mapped_column(
         ForeignKey("partners.id", ondelete="CASCADE"), index=True

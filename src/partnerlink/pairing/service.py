@@ -140,6 +140,10 @@ def redeem_pairing_code(session: Session, *, code: int) -> PairedStore:
     ).first()
     if row is None or not row.Partner.active:
         raise UnknownCode()
+    # No foreign key holds the store on PostgreSQL (pairing_codes is a Citus reference
+    # table, stores are distributed: migration 0025): a code whose store is gone binds nothing.
+    if session.scalar(select(Store.id).where(Store.id == row.store_id)) is None:
+        raise UnknownCode()
     if row.expires_at <= utcnow():
         raise CodeExpired()
     if is_sandbox_partner_on_real_store(session, store_id=row.store_id, partner_id=row.Partner.id):

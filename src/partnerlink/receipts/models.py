@@ -23,6 +23,9 @@ class Receipt(Base):
     # after migration 0024's backfill; nullable only because SQLite adds columns so).
     order_id: Mapped[str | None] = mapped_column(String(200))
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
+    # The store's, the distribution column (migration 0025): on PostgreSQL the primary key,
+    # both unique keys and the keys to the order and the store include it.
+    profile_id: Mapped[str] = mapped_column(String(36))
     # SHA-256 of the random 128-bit key in the link; the page looks receipts up by it.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     to_phone: Mapped[str | None] = mapped_column(String(20))

@@ -58,6 +58,7 @@ class DueReceipt:
 
     order_pk: int
     store_id: str
+    profile_id: str
     order_id: str  # the partner's: kept on the receipt for messages, logs and `sms list`
     store_name: str
     to_phone: str  # E.164, from receipt_phone
@@ -80,6 +81,7 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
         "order_pk": due.order_pk,
         "order_id": due.order_id,
         "store_id": due.store_id,
+        "profile_id": due.profile_id,
         "key_hash": digest(key),
         "to_phone": due.to_phone,
         "body": f"Your receipt from {due.store_name}: {link}",
@@ -89,10 +91,11 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
     }
 
 
-# ON CONFLICT (order_pk) DO NOTHING: an order's first receipt is its only one.
+# ON CONFLICT (order_pk, profile_id) DO NOTHING: an order's first receipt is its only one
+# (the key carries profile_id, the distribution column: migration 0025).
 _INSERT_RECEIPT = Statement(
-    "INSERT INTO receipts (order_pk, order_id, store_id, key_hash, to_phone, body, link,"
-    " status, last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk,"
-    " :order_id, :store_id, :key_hash, :to_phone, :body, :link, :status, NULL, 0, :now, :now)"
-    " ON CONFLICT (order_pk) DO NOTHING RETURNING id"
+    "INSERT INTO receipts (order_pk, order_id, store_id, profile_id, key_hash, to_phone, body,"
+    " link, status, last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk,"
+    " :order_id, :store_id, :profile_id, :key_hash, :to_phone, :body, :link, :status, NULL, 0,"
+    " :now, :now) ON CONFLICT (order_pk, profile_id) DO NOTHING RETURNING id"
 )

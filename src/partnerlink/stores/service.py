@@ -39,6 +39,11 @@ def is_test_store(session: Session, *, store_id: str) -> bool:
     return bool(session.scalar(select(Store.is_test).where(Store.id == store_id)))
 
 
+def _test_and_profile(session: Session, *, store_id: str) -> tuple[bool, str]:
+    row = session.execute(select(Store.is_test, Store.profile_id).where(Store.id == store_id)).one()
+    return bool(row.is_test), row.profile_id
+
+
 def is_sandbox_partner_on_real_store(session: Session, *, store_id: str, partner_id: str) -> bool:
     """Whether a sandbox partner would reach a real store (one not made as a test store)."""
     return tokens.is_sandbox_partner_on_real_store(
@@ -51,12 +56,14 @@ def open_connection(
 ) -> Connection:
     """tokens' `open_connection` with the store's side of it: a store's posType follows
     the partner connected last (tokens sits below stores and writes no store row)."""
+    store_is_test, profile_id = _test_and_profile(session, store_id=store_id)
     connection = tokens.open_connection(
         session,
         store_id=store_id,
+        profile_id=profile_id,
         partner_id=partner_id,
         method=method,
-        store_is_test=is_test_store(session, store_id=store_id),
+        store_is_test=store_is_test,
     )
     _set_pos_type(session, store_id=store_id, pos_type=pos_type)
     return connection

@@ -1,4 +1,10 @@
-"""Connections between a store and a partner, and the tokens that belong to them."""
+"""Connections between a store and a partner, and the tokens that belong to them.
+
+Both carry their store's `profile_id` (migration 0025): the distribution column
+(partnerlink.db.distribution). On PostgreSQL their primary keys are (id, profile_id) and
+a token's key to its connection is (connection_id, profile_id); the ORM knows them by
+`id` alone, which stays unique.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ class Connection(Base):
 
     id: Mapped[str] = IdColumn()
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
+    # NULL never (filled on insert, and by 0025's backfill); nullable only on SQLite.
+    profile_id: Mapped[str] = mapped_column(String(36))
     partner_id: Mapped[str] = mapped_column(ForeignKey("partners.id", ondelete="CASCADE"))
     method: Mapped[str] = mapped_column(String(20))  # consent | pairing
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -31,7 +39,9 @@ class Token(Base):
     connection_id: Mapped[str] = mapped_column(
         ForeignKey("connections.id", ondelete="CASCADE"), index=True
     )
+    profile_id: Mapped[str] = mapped_column(String(36))  # the connection's
     kind: Mapped[str] = mapped_column(String(10))  # access | refresh
+    # Unique with profile_id on PostgreSQL (uq_tokens_token_hash_profile, migration 0025).
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
@@ -56,13 +56,20 @@ class IssuedTokens:
 
 
 def open_connection(
-    session: Session, *, store_id: str, partner_id: str, method: str, store_is_test: bool
+    session: Session,
+    *,
+    store_id: str,
+    profile_id: str,
+    partner_id: str,
+    method: str,
+    store_is_test: bool,
 ) -> Connection:
     """Opens a connection, revoking any live one of the same store and partner.
 
     A store holds at most one live connection per partner (CONTRACT.md §6). tokens sits
-    below stores and touches no store row: the caller says whether the store is a test
-    store, and sets its posType (`stores.service.open_connection` does both).
+    below stores and touches no store row: the caller names the store's profile, says
+    whether the store is a test store, and sets its posType
+    (`stores.service.open_connection` does all three).
     """
     if is_sandbox_partner_on_real_store(
         session, partner_id=partner_id, store_is_test=store_is_test
@@ -90,7 +97,13 @@ def open_connection(
             partner_id=partner_id,
             reason="replaced",
         )
-    connection = Connection(store_id=store_id, partner_id=partner_id, method=method, created_at=now)
+    connection = Connection(
+        store_id=store_id,
+        profile_id=profile_id,
+        partner_id=partner_id,
+        method=method,
+        created_at=now,
+    )
     session.add(connection)
     session.flush()
     return connection
@@ -125,12 +138,19 @@ class OpenedConnection:
     expires_at: datetime | None
 
 
+# A token's connection, joined on the distribution column too (partnerlink.db.distribution):
+# under Citus, co-located shards join on their own node.
+_OF_CONNECTION = and_(
+    Connection.id == Token.connection_id, Connection.profile_id == Token.profile_id
+)
+
+
 def partner_of_token(session: Session, token_hash: str) -> str | None:
     """The partner whose connection a token (by digest) belongs to, live or not: what a
     request presenting it names, for its quota (tokens/quota.py)."""
     return session.scalar(
         select(Connection.partner_id)
-        .join(Token, Token.connection_id == Connection.id)
+        .join(Token, _OF_CONNECTION)
         .where(Token.token_hash == token_hash)
     )
 
@@ -139,39 +159,42 @@ def issue_access_token(
     session: Session, *, connection_id: str, ttl_seconds: int | None
 ) -> tuple[str, datetime | None]:
     """Mints an access token; `ttl_seconds=None` means durable (pairing flow)."""
-    value = mint(ACCESS_TOKEN_PREFIX, sandbox=_of_sandbox_partner(session, connection_id))
     expires_at = utcnow() + timedelta(seconds=ttl_seconds) if ttl_seconds is not None else None
-    session.add(
-        Token(
-            connection_id=connection_id,
-            kind="access",
-            token_hash=digest(value),
-            expires_at=expires_at,
-        )
-    )
+    value = _issue(session, connection_id, "access", ACCESS_TOKEN_PREFIX, expires_at)
     return value, expires_at
 
 
 def issue_refresh_token(session: Session, *, connection_id: str) -> str:
-    value = mint(REFRESH_TOKEN_PREFIX, sandbox=_of_sandbox_partner(session, connection_id))
-    session.add(Token(connection_id=connection_id, kind="refresh", token_hash=digest(value)))
-    return value
+    return _issue(session, connection_id, "refresh", REFRESH_TOKEN_PREFIX, None)
 
 
-def _of_sandbox_partner(session: Session, connection_id: str) -> bool:
-    return bool(
-        session.scalar(
-            select(Partner.sandbox)
-            .join(Connection, Connection.partner_id == Partner.id)
-            .where(Connection.id == connection_id)
+def _issue(
+    session: Session, connection_id: str, kind: str, prefix: str, expires_at: datetime | None
+) -> str:
+    """Mints a token of the connection; the row carries the connection's profile (the
+    distribution column, migration 0025)."""
+    row = session.execute(
+        select(Partner.sandbox, Connection.profile_id)
+        .join(Connection, Connection.partner_id == Partner.id)
+        .where(Connection.id == connection_id)
+    ).one()
+    value = mint(prefix, sandbox=bool(row.sandbox))
+    session.add(
+        Token(
+            connection_id=connection_id,
+            profile_id=row.profile_id,
+            kind=kind,
+            token_hash=digest(value),
+            expires_at=expires_at,
         )
     )
+    return value
 
 
 def _live_token(session: Session, value: str, kind: str) -> tuple[Token, Connection] | None:
     row = session.execute(
         select(Token, Connection)
-        .join(Connection, Connection.id == Token.connection_id)
+        .join(Connection, _OF_CONNECTION)
         .where(Token.token_hash == digest(value), Token.kind == kind)
     ).first()
     if row is None:
@@ -197,8 +220,10 @@ def access_lookup(store_columns: Sequence[str] = ()) -> Statement:
         "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, s.name,"
         " s.country_code"
         + "".join(f", s.{name}" for name in store_columns)
-        + " FROM tokens t JOIN connections c ON c.id = t.connection_id"
-        " JOIN stores s ON s.id = c.store_id"
+        # Joined on profile_id too: co-located shards join on their node under Citus.
+        + " FROM tokens t JOIN connections c"
+        " ON c.id = t.connection_id AND c.profile_id = t.profile_id"
+        " JOIN stores s ON s.id = c.store_id AND s.profile_id = c.profile_id"
         " WHERE t.token_hash = :token_hash AND t.kind = 'access' AND c.revoked_at IS NULL"
         " AND (t.expires_at IS NULL OR t.expires_at > :now)"
     )
