@@ -12,9 +12,11 @@ columns) TO STDOUT` read in this process, each row normalized and hashed by the
 same function the export uses (PostgreSQL only).
 
 Before the export, the audiences list (GET /merchant/api/profiles/{id}/audiences,
-every segment's sizes, issue 28) is timed `--list-runs` times, each run beside its
-ceiling, interleaved: the cheapest SQL read of the same facts, a plain count(*) of
-the profile's customers and of its orders in this process, and the 1 s target.
+every segment's sizes, issue 28) is timed `--list-runs` times (at least 2), each run
+beside its ceiling, interleaved: the cheapest SQL read of the same facts, a plain count(*)
+of the profile's customers and of its orders in this process, and the 1 s target. The
+first call counts exactly; the next ones answer the count it stored (a large profile's,
+docs/audiences.md), and are printed apart.
 `--list-only` stops there.
 """
 
@@ -118,16 +120,21 @@ def _sign_in(client: httpx.Client, base: str) -> dict[str, str]:
 
 
 def time_list(base: str, database_url: str, profile_id: str, runs: int) -> None:
-    """GET .../audiences `runs` times, each beside a count(*) ceiling run (interleaved)."""
+    """GET .../audiences `runs` times, each beside a count(*) ceiling run (interleaved).
+
+    The first call counts exactly; a profile whose count took over half a second keeps it,
+    so the calls after it answer the stored count (its `computedAt` the first call's)
+    while it is younger than PARTNERLINK_AUDIENCE_SIZES_MAX_AGE_SECONDS."""
     engine = create_engine(Settings(database_url=database_url).database_url)
-    listed, ceiling = [], []
+    listed, ceiling, answers = [], [], []
     with httpx.Client(timeout=600) as client, engine.connect() as conn:
         auth = _sign_in(client, base)
-        for run in range(runs):
+        for run in range(max(2, runs)):
             started = time.perf_counter()
             sizes = client.get(f"{base}/merchant/api/profiles/{profile_id}/audiences", headers=auth)
             sizes.raise_for_status()
             listed.append(time.perf_counter() - started)
+            answers.append(sizes.json())
             started = time.perf_counter()
             counted = conn.execute(text(COUNT_CEILING), {"profile_id": profile_id}).one()
             ceiling.append(time.perf_counter() - started)
@@ -135,11 +142,21 @@ def time_list(base: str, database_url: str, profile_id: str, runs: int) -> None:
                 print(f"audiences list: {sizes.json()['audiences']}")
                 print(f"ceiling counts {counted[0]:,} customers, {counted[1]:,} orders")
     engine.dispose()
+    stored = [a["computedAt"] == answers[0]["computedAt"] for a in answers[1:]]
+    same = all(a["audiences"] == answers[0]["audiences"] for a in answers[1:])
+    verdict = {True: "met", False: "not met"}
     print(
-        f"audiences list (GET .../audiences): {' '.join(f'{s:.2f}' for s in listed)} s, "
-        f"best {min(listed):.2f} s; ceiling (count(*) of the profile's customers and "
-        f"orders): {' '.join(f'{s:.2f}' for s in ceiling)} s, best {min(ceiling):.2f} s; "
-        f"target {LIST_TARGET_SECONDS:.0f} s: {'met' if min(listed) < LIST_TARGET_SECONDS else 'not met'}"
+        f"audiences list, first call (counted exactly): {listed[0]:.2f} s beside a ceiling "
+        f"(count(*) of the profile's customers and orders) of {ceiling[0]:.2f} s; "
+        f"target {LIST_TARGET_SECONDS:.0f} s: {verdict[listed[0] < LIST_TARGET_SECONDS]}"
+    )
+    print(
+        f"audiences list, next calls ({'stored count' if all(stored) else 'NOT all stored'}"
+        f", {'same sizes' if same else 'DIFFERENT sizes'}, computedAt "
+        f"{answers[0]['computedAt']}): {' '.join(f'{s:.3f}' for s in listed[1:])} s, best "
+        f"{min(listed[1:]):.3f} s; ceiling {' '.join(f'{s:.2f}' for s in ceiling[1:])} s, "
+        f"best {min(ceiling[1:]):.2f} s; target {LIST_TARGET_SECONDS:.0f} s: "
+        f"{verdict[max(listed[1:]) < LIST_TARGET_SECONDS]}"
     )
 
 

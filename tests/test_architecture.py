@@ -60,7 +60,10 @@ ALLOWED: dict[str, frozenset[str]] = {
             "customers deps merchant orders pairing partners problems security settings stores web"
         ),
         "apidocs": "__init__ merchant problems",
-        "audiences": "customers db deps measurement merchant orders problems receipts security stores web",
+        "audiences": (
+            "customers db deps jobs measurement merchant orders problems receipts security"
+            " settings stores web"
+        ),
         "measurement": "customers db deps idempotency merchant orders problems stores web",
         # Ad platforms: clients (meta, google), identifiers from audiences' normalization,
         # the sync engine over the jobs leases.
@@ -71,7 +74,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         "models": "audiences connect customers db destinations idempotency measurement merchant orders pairing partners receipts stores tokens webhooks",
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "customers destinations idempotency orders receipts settings webhooks",
+        "worker": "audiences customers destinations idempotency orders receipts settings webhooks",
         "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation webhooks worker",
         "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",

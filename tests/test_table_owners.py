@@ -22,6 +22,7 @@ from tests.test_architecture import PACKAGE, _sources, _unit
 # Keep in step with ARCHITECTURE.md's table.
 OWNERS: dict[str, str] = {
     "audience_opt_outs": "audiences",
+    "audience_sizes": "audiences",
     "audience_suppressions": "audiences",
     "integration_tokens": "connect",
     "destinations": "destinations",

@@ -3,7 +3,7 @@
 The model registry for Alembic (migrations/env.py): the one module that sees
 every domain's tables, so that `db` itself imports no domain."""
 
-from partnerlink.audiences.models import OptOut, Suppression
+from partnerlink.audiences.models import OptOut, StoredSizes, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
@@ -40,6 +40,7 @@ __all__ = [
     "Receipt",
     "SmsStop",
     "Store",
+    "StoredSizes",
     "Suppression",
     "Token",
     "Touch",

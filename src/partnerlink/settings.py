@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     webhook_retry_seconds: float = Field(10.0, gt=0)
     webhook_allow_private: bool = False
 
+    # The audiences list (CONTRACT §8, docs/audiences.md): a large profile (its exact count
+    # took half a second or more) answers its stored count while it is younger than this
+    # (the worker counts again at half that age); 0: every list counted on every request.
+    audience_sizes_max_age_seconds: int = Field(300, ge=0)
+
     # CONTRACT §11: ad platforms (tests point the URLs at local servers).
     meta_graph_url: str = "https://graph.facebook.com"
     meta_api_version: str = "v24.0"

@@ -16,6 +16,7 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.audiences.stored_sizes import refresh_stored_sizes
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
@@ -50,6 +51,8 @@ def registered_tasks() -> list[tuple[str, Task]]:
         ("webhooks", deliver_due_webhooks),
         ("ad platforms", sync_due_destinations),
         ("idempotency keys", forget_expired_keys),
+        # Large profiles' audiences lists, counted again before they get stale.
+        ("audience sizes", refresh_stored_sizes),
     ]
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences import queries, scrub
 from partnerlink.audiences.hashing import google_phone, normalized_email
 from partnerlink.audiences.models import DIGEST_OF_VALUE, OptOut, Suppression
+from partnerlink.audiences.stored_sizes import forget
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import normalize_email, normalize_phone
 from partnerlink.db.base import utcnow
@@ -92,11 +93,13 @@ def _opt_out_rows(session: Session, rows: Sequence[Any], by: str) -> int:
     ]
     for start in range(0, len(values), _BATCH):
         queries.upsert_opt_outs(session.connection(), values[start : start + _BATCH], by)
+    forget(session, (r.profile_id for r in rows))  # the stored counts are wrong from now
     return len(values)
 
 
-def _lift(session: Session, customer_ids: Any, by: str) -> int:
-    """Lifts `by`'s opt-out of these customers; answers how many had one."""
+def _lift(session: Session, customer_ids: Any, by: str, profile_ids: Sequence[str]) -> int:
+    """Lifts `by`'s opt-out of these customers (of these profiles); answers how many had
+    one."""
     column = getattr(OptOut, by)
     result = session.execute(
         update(OptOut)
@@ -110,7 +113,10 @@ def _lift(session: Session, customer_ids: Any, by: str) -> int:
         .where(OptOut.by_merchant.is_(False), OptOut.by_stop.is_(False))
         .execution_options(synchronize_session=False)
     )
-    return int(getattr(result, "rowcount", 0) or 0)
+    lifted = int(getattr(result, "rowcount", 0) or 0)
+    if lifted:
+        forget(session, profile_ids)  # the stored counts are wrong from now
+    return lifted
 
 
 def opt_out(session: Session, *, profile_id: str, email: str | None, phone: str | None) -> int:
@@ -127,7 +133,7 @@ def opt_in(session: Session, *, profile_id: str, email: str | None, phone: str |
     answers how many customers had one."""
     who = person(session, profile_id, email, phone)
     ids = select(Customer.id).where(*matching(profile_id, who))
-    return _lift(session, ids, BY_MERCHANT)
+    return _lift(session, ids, BY_MERCHANT, [profile_id])
 
 
 def opt_out_phone(session: Session, phone_e164: str) -> int:
@@ -142,7 +148,10 @@ def opt_in_phone(session: Session, phone_e164: str) -> int:
     """An SMS START: lifts what STOP did for every customer with this phone (a merchant's
     opt-out stays); answers how many customers had a STOP opt-out."""
     ids = select(Customer.id).where(Customer.phone_number == phone_e164)
-    return _lift(session, ids, BY_STOP)
+    profiles = session.scalars(
+        select(Customer.profile_id).where(Customer.phone_number == phone_e164).distinct()
+    ).all()
+    return _lift(session, ids, BY_STOP, profiles)
 
 
 def erase(
@@ -201,6 +210,7 @@ def erase(
     if ids:
         session.execute(delete(Customer).where(Customer.id.in_(ids)))
     _suppress(session, profile_id, suppression_digests(digest_key, emails, phones))
+    forget(session, [profile_id])  # the stored counts are wrong from now
     return len(ids)
 
 

@@ -12,12 +12,8 @@ from partnerlink.audiences.access import export_person
 from partnerlink.audiences.choices import MissingIdentifier, erase, opt_in, opt_out
 from partnerlink.audiences.hashing import META_HEADER
 from partnerlink.audiences.schemas import PersonIn, download, person_json
-from partnerlink.audiences.service import (
-    UnknownSegment,
-    audiences,
-    digest_key,
-    plan_export,
-)
+from partnerlink.audiences.service import UnknownSegment, digest_key, plan_export
+from partnerlink.audiences.stored_sizes import listed
 from partnerlink.deps import ReadSessionDep, SessionDep, SettingsDep
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import UnknownCampaign, campaign_of
@@ -31,13 +27,13 @@ PERSON_RESPONSES = problem_responses(MissingIdentifier, NotFound)
 
 @router.get("/profiles/{profileId}/audiences")
 def get_audiences(
-    profile: OwnedProfile, reads: ReadSessionDep, settings: SettingsDep
+    profile: OwnedProfile, session: SessionDep, reads: ReadSessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    return {
-        "audiences": audiences(
-            reads, profile_id=profile.id, digest_key=digest_key(settings.signing_key)
-        )
-    }
+    """Every segment's size, counted from `reads` (the replica when there is one); a large
+    profile answers its stored count while fresh (docs/audiences.md). `computedAt` says
+    when the sizes were counted."""
+    found = listed(session, reads, profile_id=profile.id, settings=settings)
+    return {"audiences": found.audiences, "computedAt": found.computed_at.isoformat()}
 
 
 EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {

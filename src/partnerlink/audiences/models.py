@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, String
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.customers.models import Customer
@@ -58,6 +58,35 @@ class Suppression(Base):
     identifier_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     digest_of: Mapped[str] = mapped_column(String(16), default=DIGEST_OF_VALUE)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StoredSizes(Base):
+    """A profile's last counted audiences list (CONTRACT §8), kept for large profiles only.
+
+    The list answers from `audiences` while it is younger than the freshness bound
+    (setting `audience_sizes_max_age_seconds`) and the count took at least
+    `stored_sizes.LARGE_AFTER_SECONDS`; the worker counts again before it gets that
+    old (audiences/stored_sizes.py). A merchant's opt-out, its lifting, an erasure and
+    an SMS STOP/START empty `audiences` in their own transaction and bump `generation`,
+    so a count begun before them is never stored after them. `lease_until` is the
+    worker's lease (partnerlink.jobs); emptying the row drops it, which fences off a
+    refresh under way.
+    """
+
+    __tablename__ = "audience_sizes"
+
+    profile_id: Mapped[str] = mapped_column(
+        ForeignKey("profiles.id", ondelete="CASCADE"), primary_key=True
+    )
+    # The JSON of the answer's `audiences`; NULL once invalidated.
+    audiences: Mapped[str | None] = mapped_column(Text, default=None)
+    computed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # How long the exact count took: a profile is "large" while it takes the threshold.
+    took_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    # When a merchant last asked for the list: the worker refreshes only lists in use.
+    requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 # Exports walk a profile's customers in id order, a chunk at a time (keyset pages):

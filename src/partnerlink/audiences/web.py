@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import erase, opt_in, opt_out
 from partnerlink.audiences.schemas import download
-from partnerlink.audiences.service import DESCRIPTIONS, audiences, digest_key, plan_export
+from partnerlink.audiences.service import DESCRIPTIONS, digest_key, plan_export
+from partnerlink.audiences.stored_sizes import listed
 from partnerlink.merchant.ownership import owned_profile
 from partnerlink.merchant.pages import (
     ConsoleForm,
@@ -53,11 +54,15 @@ def _context(
     request: Request, session: Session, merchant_id: str, profile_id: str
 ) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
-    segments = [
-        {**a, "description": DESCRIPTIONS[str(a["segment"])]}
-        for a in audiences(session, profile_id=profile.id, digest_key=_key(request))
-    ]
-    return {"profile": profile, "segments": segments, "form": {}, "errors": {}}
+    found = listed(session, session, profile_id=profile.id, settings=request.app.state.settings)
+    segments = [{**a, "description": DESCRIPTIONS[str(a["segment"])]} for a in found.audiences]
+    return {
+        "profile": profile,
+        "segments": segments,
+        "counted_at": found.computed_at,
+        "form": {},
+        "errors": {},
+    }
 
 
 @router.get("/profiles/{profile_id}/audiences")

@@ -33,6 +33,7 @@ PLAN: Final[dict[str, Placement]] = {
     "receipts": "distributed",
     "audience_opt_outs": "distributed",
     "audience_suppressions": "distributed",
+    "audience_sizes": "distributed",
     "destinations": "distributed",
     "destination_members": "distributed",
     "destination_conversions": "distributed",
