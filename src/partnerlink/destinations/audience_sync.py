@@ -31,6 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
@@ -51,6 +52,9 @@ ROW_FORMAT = 1
 # (one per member) until hashed; otherwise only the differences come back.
 COMPARE_ALL_CHUNK = 20_000
 CHANGES_CHUNK = 100_000
+
+# A sync that wrote more than 1/VACUUM_SHARE of the held rows vacuums them (members.py).
+VACUUM_SHARE = 10
 
 Removal = tuple[int, str]
 
@@ -111,8 +115,10 @@ class _Batches:
         self.removes: list[Removal] = []
         self.in_flight: Future[Future[None]] | None = None
         self.recording: deque[Future[None]] = deque()
+        self.written = 0  # held rows added, removed or refingerprinted
 
     def queue(self, adds: list[members.Member], removes: list[Removal]) -> None:
+        self.written += len(adds) + len(removes)
         self.removes += removes
         self.adds += adds
         if len(self.removes) >= self.batch:
@@ -124,6 +130,7 @@ class _Batches:
     def refingerprint(self, rows: list[tuple[int, int]]) -> None:
         """Records new fingerprints of unchanged rows, in turn with the requests'."""
         if rows:
+            self.written += len(rows)
             self.wait(pending_records=1)
             self.recording.append(self.recorder.submit(self.record_fingerprints, rows))
 
@@ -229,6 +236,11 @@ def sync_audience(
     if compare_all:
         with sessions.begin() as session:
             members.set_members_basis(session.connection(), destination.id, basis)
+    if batches.written > destination.members // VACUUM_SHARE:
+        with sessions() as session:
+            engine = session.get_bind()
+        assert isinstance(engine, Engine)
+        members.vacuum_members(engine)
     return report
 
 

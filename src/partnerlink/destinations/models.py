@@ -80,6 +80,11 @@ class DestinationMember(Base):
     """
 
     __tablename__ = "destination_members"
+    # An incremental sync reads each held member's id and fingerprint from this index
+    # alone (PostgreSQL's index-only scan, once vacuumed), not from the heap of rows sent.
+    __table_args__ = (
+        Index("ix_destination_members_fingerprint", "destination_id", "customer_id", "fingerprint"),
+    )
 
     destination_id: Mapped[str] = mapped_column(
         ForeignKey("destinations.id", ondelete="CASCADE"), primary_key=True
