@@ -12,7 +12,7 @@ Revises: 0026
 from alembic import op
 
 revision = "0029"
-down_revision = "0026"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 
