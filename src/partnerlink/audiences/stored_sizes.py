@@ -17,6 +17,7 @@ change is never stored after it.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -146,11 +147,19 @@ def listed(session: Session, reads: Session, *, profile_id: str, settings: Setti
     return Listed(counted, now)
 
 
+log = logging.getLogger("partnerlink.audiences")
+
+# A count of a 1M-customer profile takes seconds: it runs on a thread of its own, so the
+# worker loop (receipts, webhooks) never waits for it.
+_threads = jobs.JobThreads(1, name="audience-sizes")
+
+
 def refresh_stored_sizes(sessions: sessionmaker[Session], settings: Settings) -> int:
-    """The worker's task: counts again the large profile in use whose stored count is the
-    oldest past half the freshness bound (or emptied); answers 1 if it counted one."""
+    """The worker's task: claims the large profile in use whose stored count is the
+    oldest past half the freshness bound (or emptied) and starts counting it again on a
+    thread of its own; answers 1 if it started one."""
     max_age = settings.audience_sizes_max_age_seconds
-    if max_age <= 0:
+    if max_age <= 0 or _threads.idle() <= 0:
         return 0
     now = utcnow()
     due = (
@@ -175,10 +184,27 @@ def refresh_stored_sizes(sessions: sessionmaker[Session], settings: Settings) ->
         )
     if not claimed:
         return 0
-    profile_id, lease_until = claimed[0].profile_id, claimed[0].lease_until
+    _threads.start(
+        _count_and_store, sessions, settings, claimed[0].profile_id, claimed[0].lease_until
+    )
+    return 1
+
+
+def wait_for_refreshes(timeout: float = 60.0) -> None:
+    """Until every count started so far is stored or dropped (tests, a worker stopping)."""
+    _threads.wait(timeout)
+
+
+def _count_and_store(
+    sessions: sessionmaker[Session], settings: Settings, profile_id: str, lease_until: datetime
+) -> None:
     counted_at = utcnow()
-    with committed_session(sessions) as session:
-        counted, took = _count(session, profile_id, settings)
+    try:
+        with committed_session(sessions) as session:
+            counted, took = _count(session, profile_id, settings)
+    except Exception:  # the lease runs out and a later round counts it again
+        log.exception("audience sizes of profile %s: the count failed", profile_id)
+        return
     with committed_session(sessions) as session:
         # Not stored if a change emptied the row meanwhile (it dropped the lease).
         jobs.record_if_leased(
@@ -192,4 +218,3 @@ def refresh_stored_sizes(sessions: sessionmaker[Session], settings: Settings) ->
                 "took_seconds": took,
             },
         )
-    return 1
