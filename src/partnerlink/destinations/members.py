@@ -10,12 +10,14 @@ call (audience_sync.py).
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Table, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
@@ -23,6 +25,8 @@ from sqlalchemy.sql.functions import FunctionElement
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan
 from partnerlink.destinations.models import Destination, DestinationMember
+
+log = logging.getLogger("partnerlink.destinations")
 
 destinations: Table = Destination.__table__  # type: ignore[assignment]
 members: Table = DestinationMember.__table__  # type: ignore[assignment]
@@ -259,8 +263,11 @@ def vacuum_members(engine: Engine) -> None:
     SQLite: nothing (its covering index needs no visibility map)."""
     if engine.dialect.name != "postgresql":
         return
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("VACUUM (ANALYZE) destination_members")
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("VACUUM (ANALYZE) destination_members")
+    except SQLAlchemyError as error:  # the sync itself is done: autovacuum will do it later
+        log.warning("destination members: VACUUM failed: %s", type(error).__name__)
 
 
 def set_members_basis(connection: Connection, destination_id: str, basis: str) -> None:
