@@ -86,10 +86,12 @@ class Settings(BaseSettings):
     # for at most this long (tests shorten it).
     ad_request_timeout_seconds: float = Field(30, gt=0)
 
-    @field_validator("database_url")
+    @field_validator("database_url", "database_read_url")
     @classmethod
-    def _use_psycopg3(cls, url: str) -> str:
+    def _use_psycopg3(cls, url: str | None) -> str | None:
         # Operators write postgresql://; SQLAlchemy would pick psycopg2, which we do not ship.
+        if url is None:
+            return None
         for prefix in ("postgresql://", "postgres://"):
             if url.startswith(prefix):
                 return "postgresql+psycopg://" + url[len(prefix) :]

@@ -1,5 +1,5 @@
-"""`PARTNERLINK_DATABASE_READ_URL` (issue 28): results, lift, audiences and exports read a
-PostgreSQL hot standby; writes never go there.
+"""`PARTNERLINK_DATABASE_READ_URL` (issue 28): results, lift, audiences, exports and the
+ad-platform sync read a PostgreSQL hot standby; writes never go there.
 
 Two database hosts: a primary and a standby made by `pg_basebackup -R`, streaming from
 it. The server runs beside them with the primary as its database and the standby as its
@@ -12,16 +12,27 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.db.migrate import upgrade
+from partnerlink.destinations import service
+from partnerlink.destinations.models import Destination
+from partnerlink.destinations.schemas import destination_request
+from partnerlink.destinations.tasks import sync_now
 from partnerlink.settings import Settings
+from tests.audiences.helpers import add_customer
 from tests.conftest import ON_POSTGRES, LiveServer
+from tests.destinations import fake_meta
+from tests.destinations.fake_meta import FakeMeta
+from tests.destinations.sync_helpers import customer_row, meta_audience
 from tests.multihost.netns import hosts
 from tests.multihost.replica import Cluster, postgres_bin, primary_and_standby, wait_replayed
 from tests.orders.builders import order_body
@@ -122,3 +133,124 @@ def test_reads_come_from_the_standby_and_writes_never_go_there(
         wait_replayed(primary, standby)
         assert _orders_in_results(client, shop) == 3
         assert _audience_sizes(client, shop) == (3, 3)
+
+
+SCANS = (
+    "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+    " WHERE relname = 'customers'"
+)
+
+
+def _scans(cluster: Cluster) -> int:
+    with cluster.connect() as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(SCANS).fetchone()  # type: ignore[arg-type]
+        return int(row[0]) if row else 0
+
+
+def _settled_scans(cluster: Cluster, since: int, *, expect_rise: bool) -> int:
+    """The server's scans of `customers` once its backends flushed their statistics
+    (about a second after they go idle)."""
+    deadline = time.monotonic() + (10 if expect_rise else 3)
+    scans = _scans(cluster)
+    while time.monotonic() < deadline and not (expect_rise and scans > since):
+        time.sleep(0.2)
+        scans = _scans(cluster)
+    return scans
+
+
+@pytest.fixture
+def replicated_sync(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    assert postgres_bin(), "PostgreSQL's server programs are needed for the replica test"
+    with (
+        hosts(2) as (primary_host, standby_host),
+        primary_and_standby(primary_host, standby_host) as (primary, standby),
+        FakeMeta() as meta,
+    ):
+        settings = Settings(
+            database_url=primary.url,
+            database_read_url=standby.url,
+            secret_key="replica-sync-test-secret-key",
+            data_dir=tmp_path,
+            meta_graph_url=meta.graph_url,
+            meta_api_version=fake_meta.VERSION,
+            ad_request_timeout_seconds=5.0,
+        )
+        upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        try:
+            sessions = make_sessionmaker(engine)
+            with sessions() as session:
+                shop = create_shop(session)
+            yield {
+                "settings": settings,
+                "sessions": sessions,
+                "primary": primary,
+                "standby": standby,
+                "meta": meta,
+                "shop": shop,
+            }
+        finally:
+            engine.dispose()
+
+
+def _destination(sessions: sessionmaker[Session], settings: Settings, shop: Shop) -> str:
+    with sessions.begin() as session:
+        destination: Destination = service.create(
+            session,
+            profile_id=shop.store.profile_id,
+            request=destination_request(meta_audience()),
+            signing_key=settings.signing_key,
+        )
+        return destination.id
+
+
+# The ad-platform sync (the worker) reads the standby once it has replayed what the
+# primary held when the sync began; otherwise the primary. Which database did the sync's
+# reads is told by the scan statistics of `customers` (each server counts its own scans).
+
+
+def test_the_sync_reads_the_standby_once_caught_up_else_the_primary(
+    replicated_sync: dict[str, Any],
+) -> None:
+    settings: Settings = replicated_sync["settings"]
+    sessions: sessionmaker[Session] = replicated_sync["sessions"]
+    primary: Cluster = replicated_sync["primary"]
+    standby: Cluster = replicated_sync["standby"]
+    meta: FakeMeta = replicated_sync["meta"]
+    shop: Shop = replicated_sync["shop"]
+    held = meta.audiences[fake_meta.AUDIENCE_ID]
+
+    with sessions() as session:
+        first = [add_customer(session, shop.store, email=f"buyer{n}@example.com") for n in range(3)]
+    destination_id = _destination(sessions, settings, shop)
+
+    # Replay running: the standby catches up within the sync's wait and does its reads.
+    primary_before, standby_before = _scans(primary), _scans(standby)
+    assert sync_now(sessions, settings, destination_id).result == "synced"
+    assert held == {customer_row(c) for c in first}
+    standby_after = _settled_scans(standby, standby_before, expect_rise=True)
+    primary_after = _settled_scans(primary, primary_before, expect_rise=False)
+    assert standby_after > standby_before, "the sync's reads did not run on the standby"
+    on_primary = primary_after - primary_before
+    print(f"caught up: standby +{standby_after - standby_before}, primary +{on_primary}")
+
+    # Replay paused: the standby never catches up, so the sync reads the primary and
+    # sends a customer added since; the standby does no scan of customers.
+    standby.scalar("SELECT pg_wal_replay_pause()")
+    with sessions() as session:
+        late = add_customer(session, shop.store, email="late@example.com")
+    with sessions.begin() as session:
+        session.get_one(Destination, destination_id).sync_requested = True
+    primary_before, standby_before = _scans(primary), _scans(standby)
+    started = time.monotonic()
+    assert sync_now(sessions, settings, destination_id).result == "synced"
+    print(f"paused: the sync took {time.monotonic() - started:.1f} s")
+    assert customer_row(late) in held and len(held) == 4
+    primary_after = _settled_scans(primary, primary_before, expect_rise=True)
+    time.sleep(1.5)
+    standby_after = _scans(standby)
+    assert standby_after == standby_before, "a sync read the standby that had not caught up"
+    fallback_on_primary = primary_after - primary_before
+    print(f"paused: standby +0, primary +{fallback_on_primary}")
+    assert fallback_on_primary > on_primary

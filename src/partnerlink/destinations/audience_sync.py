@@ -212,10 +212,14 @@ def sync_audience(
     batch: int,
     lease: Lease,
     digest_key: bytes,
+    reads: sessionmaker[Session] | None = None,
 ) -> Report:
+    """`reads` (the read replica once caught up, standby.py) reads the segment, the
+    campaign and the held rows to compare; every record goes to `sessions`, the primary."""
+    reads = reads or sessions
     report = Report()
     assert destination.segment is not None
-    with sessions() as session:
+    with reads() as session:
         plan = plan_export(
             session,
             profile_id=destination.profile_id,
@@ -232,7 +236,7 @@ def sync_audience(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
     ):
         batches = _Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
-        _send_chunks(sessions, destination, sender, plan, excluded, batches, compare_all)
+        _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all)
     if compare_all:
         with sessions.begin() as session:
             members.set_members_basis(session.connection(), destination.id, basis)
@@ -245,7 +249,7 @@ def sync_audience(
 
 
 def _send_chunks(
-    sessions: sessionmaker[Session],
+    read_sessions: sessionmaker[Session],
     destination: Destination,
     sender: AudienceSender,
     plan: ExportPlan,
@@ -260,13 +264,13 @@ def _send_chunks(
     size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
 
     def range_end(after: int) -> int | None:
-        with sessions() as session:
+        with read_sessions() as session:
             return audience_queries.chunk_end(
                 session.connection(), plan.scope.profile_id, after, size
             )
 
     def read(after: int, until: int | None) -> list[Any]:
-        with sessions() as session:
+        with read_sessions() as session:
             connection = session.connection()
             members.prepare(connection, plan.scope.digest_key)
             return members.member_changes(

@@ -71,13 +71,17 @@ def sync_conversions(
     batch: int,
     lease: Lease,
     signing_key: bytes,
+    reads: sessionmaker[Session] | None = None,
 ) -> Report:
+    """`reads` (the read replica once caught up, standby.py) reads the orders due; the
+    records go to `sessions`, the primary."""
+    reads = reads or sessions
     report = Report()
     key = event_key(signing_key)
     now = utcnow()
     after = 0
     while True:
-        with sessions() as session:
+        with reads() as session:
             rows = queries.conversions_due(
                 session.connection(),
                 destination_id=destination.id,

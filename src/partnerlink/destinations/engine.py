@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import members, queries
+from partnerlink.destinations import members, queries, standby
 from partnerlink.destinations.audience_sync import sync_audience
 from partnerlink.destinations.conversion_sync import sync_conversions
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
@@ -93,8 +93,10 @@ def _run(
     credentials: dict[str, str],
     lease: Lease,
     http: httpx.Client,
+    read_sessions: sessionmaker[Session] | None,
 ) -> Report:
     sender = sender_for(destination, credentials, settings, http)
+    reads = standby.reads_for(sessions, read_sessions, destination.id)
     if isinstance(sender, MetaAudience | GoogleAudience):
         return sync_audience(
             sessions,
@@ -103,6 +105,7 @@ def _run(
             batch=sender.batch,
             lease=lease,
             digest_key=identifier_key(settings.signing_key),
+            reads=reads,
         )
     return sync_conversions(
         sessions,
@@ -111,6 +114,7 @@ def _run(
         batch=sender.batch,
         lease=lease,
         signing_key=settings.signing_key,
+        reads=reads,
     )
 
 
@@ -120,8 +124,10 @@ def sync_destination(
     destination_id: str,
     lease_until: datetime,
     http: httpx.Client,
+    read_sessions: sessionmaker[Session] | None = None,
 ) -> Outcome:
-    """Syncs a destination this worker has claimed, and records how it went."""
+    """Syncs a destination this worker has claimed, and records how it went; its reads
+    go to `read_sessions` (the read replica) when it has caught up (standby.py)."""
     lease = Lease(destination_id, lease_until)
     destination = _load(sessions, destination_id)
     if destination is None:
@@ -132,7 +138,7 @@ def sync_destination(
         _record(sessions, lease, _attention("credentials", message))
         return Outcome(destination_id, "needs_attention")
     try:
-        report = _run(sessions, settings, destination, credentials, lease, http)
+        report = _run(sessions, settings, destination, credentials, lease, http, read_sessions)
     except LeaseLost:
         return Outcome(destination_id, "lease_lost")
     except PlatformError as error:
@@ -151,7 +157,7 @@ def sync_destination(
         "attempts": 0,
         "next_attempt_at": now + timedelta(seconds=settings.ad_sync_seconds),
     }
-    if destination.kind == "audience":
+    if destination.kind == "audience":  # on the primary: it counts this sync's records
         with sessions() as session:
             values["members"] = members.count_members(session.connection(), destination.id)
     answer = report.as_json()
