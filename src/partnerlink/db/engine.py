@@ -34,8 +34,16 @@ def make_engine(url: str, *, pool_size: int = 20) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
+    # A database host that is down (not refusing) would otherwise hold a connect for the
+    # system's TCP timeout (minutes); the URL's own `connect_timeout` wins.
+    connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": 10}
     return create_engine(
-        url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True, pool_timeout=30
+        url,
+        pool_size=pool_size,
+        max_overflow=10,
+        pool_pre_ping=True,
+        pool_timeout=30,
+        connect_args=connect_args,
     )
 
 
