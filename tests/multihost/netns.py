@@ -6,6 +6,7 @@ and Redis listen on 127.0.0.1 only."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import socketserver
@@ -19,6 +20,9 @@ import pytest
 
 # An address of the root namespace that every host reaches through its own veth pair.
 SERVICES_ADDRESS = "10.231.0.1"
+# Every set of hosts uses the same addresses: two test files on two xdist workers take
+# turns (an `ip addr add` of an address already there fails).
+LOCK_FILE = "/tmp/partnerlink-test-netns.lock"
 
 
 def _ip(*args: str) -> None:
@@ -54,6 +58,14 @@ def hosts(count: int) -> Iterator[list[Host]]:
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
+    with open(LOCK_FILE, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _hosts(count) as made:
+            yield made
+
+
+@contextlib.contextmanager
+def _hosts(count: int) -> Iterator[list[Host]]:
     tag = uuid.uuid4().hex[:5]
     made: list[Host] = []
     _ip("addr", "add", f"{SERVICES_ADDRESS}/32", "dev", "lo")
