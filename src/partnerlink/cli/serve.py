@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import shutil
 import signal
 import threading
 from typing import Any
@@ -37,7 +36,6 @@ def serve(
 ) -> None:
     """Migrate the database if needed, then serve everything on one port."""
     from partnerlink.cli.serving import run_server
-    from partnerlink.ops import start_multiprocess_metrics
 
     settings = load_settings()
     migrate(settings)
@@ -48,23 +46,17 @@ def serve(
     show_banner = not json_output and settings.log_format != "json"
     install_log_redaction()
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
-    # Several processes: /metrics adds up all of them (files in a directory of this run's).
-    metrics_dir = start_multiprocess_metrics() if workers > 1 else None
-    try:
-        run_server(
-            "partnerlink.app:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            on_listening=lambda: _print_banner(settings.public_url) if show_banner else None,
-            proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
-            server_header=False,
-            log_config=log_config(settings.log_format),
-        )
-    finally:
-        if metrics_dir:
-            shutil.rmtree(metrics_dir, ignore_errors=True)
+    run_server(
+        "partnerlink.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        on_listening=lambda: _print_banner(settings.public_url) if show_banner else None,
+        proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
+        server_header=False,
+        log_config=log_config(settings.log_format),
+    )
 
 
 def log_config(log_format: str = "text") -> dict[str, Any]:

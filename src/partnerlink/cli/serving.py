@@ -23,6 +23,7 @@ import errno
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -34,7 +35,7 @@ from typing import Any
 import uvicorn
 
 from partnerlink.cli.common import CommandFailed
-from partnerlink.ops import mark_server_process_dead
+from partnerlink.ops import mark_server_process_dead, start_multiprocess_metrics
 
 log = logging.getLogger("partnerlink.serving")
 
@@ -73,6 +74,9 @@ def run_server(
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
+    # /metrics adds up every process: files in a directory of this run's, named in the
+    # environment the processes inherit.
+    metrics_dir = start_multiprocess_metrics()
     context = multiprocessing.get_context("spawn")
     processes = [_start(context, app, host, port, sock, options) for sock in sockets]
     started = [time.monotonic()] * workers
@@ -98,6 +102,7 @@ def run_server(
                 process.kill()
                 process.join()
             mark_server_process_dead(process.pid)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
         for sock in sockets:
             sock.close()
 
