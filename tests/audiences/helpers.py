@@ -50,6 +50,7 @@ def add_order(
     price: int = 1000,
     currency: str = "USD",
     partner_id: str | None = None,
+    status: str | None = None,
 ) -> Order:
     number = session.query(Order).count() + 1
     # Sent by the partner connected to the store last, as a POST /v1/orders would be.
@@ -67,6 +68,7 @@ def add_order(
         order_id=f"T-{number}",
         order_price=price,
         order_currency=currency,
+        order_status=status,
         ordered_at=datetime.now(UTC) - timedelta(days=days_ago),
         customer_id=customer.id if customer else None,
         customer_first_name=customer.first_name if customer else None,

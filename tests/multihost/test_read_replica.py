@@ -1,17 +1,23 @@
-"""`PARTNERLINK_DATABASE_READ_URL` (issue 28): results, lift, audiences, exports and the
-ad-platform sync read a PostgreSQL hot standby; writes never go there.
+"""`PARTNERLINK_DATABASE_READ_URL` (issue 28): results, lift, audiences, exports, the
+ad-platform syncs and the stored audience sizes read a PostgreSQL hot standby; writes
+never go there.
 
 Two database hosts: a primary and a standby made by `pg_basebackup -R`, streaming from
 it. The server runs beside them with the primary as its database and the standby as its
 read database. While the standby's replay is paused, orders still go in (a standby would
 refuse them) and the reads keep answering what the standby holds; once replay resumes,
-they catch up.
+they catch up. The worker's reads (an audience sync, a conversions sync, the count of
+a large profile's audience sizes) go to the standby once it replayed the primary's
+position, and to the primary while replay is paused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import itertools
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +27,16 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.audiences import stored_sizes
+from partnerlink.audiences.models import StoredSizes
+from partnerlink.audiences.stored_sizes import (
+    forget,
+    listed,
+    refresh_stored_sizes,
+    wait_for_refreshes,
+)
+from partnerlink.db import replica
+from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import upgrade
 from partnerlink.destinations import service
@@ -28,11 +44,11 @@ from partnerlink.destinations.models import Destination
 from partnerlink.destinations.schemas import destination_request
 from partnerlink.destinations.tasks import sync_now
 from partnerlink.settings import Settings
-from tests.audiences.helpers import add_customer
+from tests.audiences.helpers import add_customer, add_order
 from tests.conftest import ON_POSTGRES, LiveServer
 from tests.destinations import fake_meta
 from tests.destinations.fake_meta import FakeMeta
-from tests.destinations.sync_helpers import customer_row, meta_audience
+from tests.destinations.sync_helpers import customer_row, meta_audience, meta_conversions
 from tests.multihost.netns import hosts
 from tests.multihost.replica import Cluster, postgres_bin, primary_and_standby, wait_replayed
 from tests.orders.builders import order_body
@@ -44,30 +60,56 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def replicated(tmp_path: Path) -> Iterator[dict[str, Any]]:
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[Cluster, Cluster]]:
+    """The primary and its standby, shared by this file's tests (each has a shop of its
+    own, and finds replay running): made once, in about 15 s."""
     assert postgres_bin(), "PostgreSQL's server programs are needed for the replica test"
     with (
         hosts(2) as (primary_host, standby_host),
         primary_and_standby(primary_host, standby_host) as (primary, standby),
     ):
-        server = LiveServer(
-            {
-                "PARTNERLINK_DATABASE_URL": primary.url,
-                "PARTNERLINK_DATABASE_READ_URL": standby.url,
-                "PARTNERLINK_SECRET_KEY": "replica-test-secret-key",
-                "PARTNERLINK_DATA_DIR": str(tmp_path),
-            }
-        )
-        server.start()  # migrates the primary; the standby replays the schema
-        engine = make_engine(Settings(database_url=primary.url).database_url)
+        upgrade(primary.url)  # the standby replays the schema
+        yield primary, standby
+
+
+_shops = itertools.count()
+
+
+@contextlib.contextmanager
+def _own_shop(cluster: tuple[Cluster, Cluster]) -> Iterator[tuple[sessionmaker[Session], Shop]]:
+    """The primary's sessions and a shop of the test's own (partner, merchant, profile);
+    replay resumes when the test ends, whatever it paused."""
+    primary, standby = cluster
+    engine = make_engine(Settings(database_url=primary.url).database_url)
+    n = next(_shops)
+    try:
+        sessions = make_sessionmaker(engine)
+        with sessions() as session:
+            shop = create_shop(session, email=f"owner{n}@example.com", pos_type=f"acme-pos-{n}")
+        yield sessions, shop
+    finally:
+        standby.scalar("SELECT pg_wal_replay_resume()")
+        engine.dispose()
+
+
+@pytest.fixture
+def replicated(cluster: tuple[Cluster, Cluster], tmp_path: Path) -> Iterator[dict[str, Any]]:
+    primary, standby = cluster
+    server = LiveServer(
+        {
+            "PARTNERLINK_DATABASE_URL": primary.url,
+            "PARTNERLINK_DATABASE_READ_URL": standby.url,
+            "PARTNERLINK_SECRET_KEY": "replica-test-secret-key",
+            "PARTNERLINK_DATA_DIR": str(tmp_path),
+        }
+    )
+    with _own_shop(cluster) as (_sessions, shop):
+        server.start()
         try:
-            with make_sessionmaker(engine)() as session:
-                shop = create_shop(session)
             yield {"server": server, "primary": primary, "standby": standby, "shop": shop}
         finally:
             server.stop()
-            engine.dispose()
 
 
 def _orders_in_results(client: httpx.Client, shop: Shop) -> int:
@@ -124,7 +166,8 @@ def test_reads_come_from_the_standby_and_writes_never_go_there(
         body["customerPhoneNumber"] = "+14155559999"
         # A write goes to the primary (the standby, in recovery, would refuse it: 500).
         assert client.post("/v1/orders", json=body, headers=auth).status_code == 200
-        assert primary.scalar("SELECT count(*) FROM orders") == 3
+        profile = shop.store.profile_id
+        assert primary.scalar(f"SELECT count(*) FROM orders WHERE profile_id = '{profile}'") == 3
         assert _orders_in_results(client, shop) == 2
         assert _audience_sizes(client, shop) == (2, 2)
 
@@ -137,36 +180,50 @@ def test_reads_come_from_the_standby_and_writes_never_go_there(
 
 SCANS = (
     "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
-    " WHERE relname = 'customers'"
+    " WHERE relname = %s"
 )
 
 
-def _scans(cluster: Cluster) -> int:
+def _scans(cluster: Cluster, table: str = "customers") -> int:
     with cluster.connect() as conn:
         conn.execute("SELECT pg_stat_clear_snapshot()")
-        row = conn.execute(SCANS).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(SCANS, (table,)).fetchone()
         return int(row[0]) if row else 0
 
 
-def _settled_scans(cluster: Cluster, since: int, *, expect_rise: bool) -> int:
-    """The server's scans of `customers` once its backends flushed their statistics
-    (about a second after they go idle)."""
-    deadline = time.monotonic() + (10 if expect_rise else 3)
-    scans = _scans(cluster)
-    while time.monotonic() < deadline and not (expect_rise and scans > since):
-        time.sleep(0.2)
-        scans = _scans(cluster)
-    return scans
+OTHER_CLIENTS = (
+    "SELECT count(*) FROM pg_stat_activity"
+    " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+)
+
+
+def _scans_so_far(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    clusters: tuple[Cluster, Cluster],
+    table: str = "customers",
+) -> tuple[int, int]:
+    """(the primary's, the standby's) scans of `table` so far. A backend flushes its
+    statistics when it ends (an idle one only every ten seconds or so): the test's and the
+    worker's connection pools are emptied and, once no other client is connected to
+    either server, every scan done so far is counted."""
+    sessions.kw["bind"].dispose()
+    read_sessions = replica.read_sessions(settings)
+    assert read_sessions is not None
+    read_sessions.kw["bind"].dispose()
+    for cluster in clusters:
+        deadline = time.monotonic() + 10
+        while cluster.scalar(OTHER_CLIENTS):
+            assert time.monotonic() < deadline, "a connection to the database stayed open"
+            time.sleep(0.02)
+    primary, standby = clusters
+    return _scans(primary, table), _scans(standby, table)
 
 
 @pytest.fixture
-def replicated_sync(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    assert postgres_bin(), "PostgreSQL's server programs are needed for the replica test"
-    with (
-        hosts(2) as (primary_host, standby_host),
-        primary_and_standby(primary_host, standby_host) as (primary, standby),
-        FakeMeta() as meta,
-    ):
+def replicated_sync(cluster: tuple[Cluster, Cluster], tmp_path: Path) -> Iterator[dict[str, Any]]:
+    primary, standby = cluster
+    with FakeMeta() as meta, _own_shop(cluster) as (sessions, shop):
         settings = Settings(
             database_url=primary.url,
             database_read_url=standby.url,
@@ -176,30 +233,27 @@ def replicated_sync(tmp_path: Path) -> Iterator[dict[str, Any]]:
             meta_api_version=fake_meta.VERSION,
             ad_request_timeout_seconds=5.0,
         )
-        upgrade(settings.database_url)
-        engine = make_engine(settings.database_url)
-        try:
-            sessions = make_sessionmaker(engine)
-            with sessions() as session:
-                shop = create_shop(session)
-            yield {
-                "settings": settings,
-                "sessions": sessions,
-                "primary": primary,
-                "standby": standby,
-                "meta": meta,
-                "shop": shop,
-            }
-        finally:
-            engine.dispose()
+        yield {
+            "settings": settings,
+            "sessions": sessions,
+            "primary": primary,
+            "standby": standby,
+            "meta": meta,
+            "shop": shop,
+        }
 
 
-def _destination(sessions: sessionmaker[Session], settings: Settings, shop: Shop) -> str:
+def _destination(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    shop: Shop,
+    body: dict[str, Any] | None = None,
+) -> str:
     with sessions.begin() as session:
         destination: Destination = service.create(
             session,
             profile_id=shop.store.profile_id,
-            request=destination_request(meta_audience()),
+            request=destination_request(body or meta_audience()),
             signing_key=settings.signing_key,
         )
         return destination.id
@@ -226,11 +280,11 @@ def test_the_sync_reads_the_standby_once_caught_up_else_the_primary(
     destination_id = _destination(sessions, settings, shop)
 
     # Replay running: the standby catches up within the sync's wait and does its reads.
-    primary_before, standby_before = _scans(primary), _scans(standby)
+    clusters = (primary, standby)
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters)
     assert sync_now(sessions, settings, destination_id).result == "synced"
     assert held == {customer_row(c) for c in first}
-    standby_after = _settled_scans(standby, standby_before, expect_rise=True)
-    primary_after = _settled_scans(primary, primary_before, expect_rise=False)
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters)
     assert standby_after > standby_before, "the sync's reads did not run on the standby"
     on_primary = primary_after - primary_before
     print(f"caught up: standby +{standby_after - standby_before}, primary +{on_primary}")
@@ -242,15 +296,155 @@ def test_the_sync_reads_the_standby_once_caught_up_else_the_primary(
         late = add_customer(session, shop.store, email="late@example.com")
     with sessions.begin() as session:
         session.get_one(Destination, destination_id).sync_requested = True
-    primary_before, standby_before = _scans(primary), _scans(standby)
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters)
     started = time.monotonic()
     assert sync_now(sessions, settings, destination_id).result == "synced"
     print(f"paused: the sync took {time.monotonic() - started:.1f} s")
     assert customer_row(late) in held and len(held) == 4
-    primary_after = _settled_scans(primary, primary_before, expect_rise=True)
-    time.sleep(1.5)
-    standby_after = _scans(standby)
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters)
     assert standby_after == standby_before, "a sync read the standby that had not caught up"
     fallback_on_primary = primary_after - primary_before
     print(f"paused: standby +0, primary +{fallback_on_primary}")
     assert fallback_on_primary > on_primary
+
+
+def _sales(meta: FakeMeta) -> list[str]:
+    """The order ids of the purchase events the local Meta server took, in arrival order;
+    each event id is distinct (none was sent twice)."""
+    events = meta.datasets[fake_meta.DATASET_ID]
+    assert len({e["event_id"] for e in events}) == len(events)
+    return [e["custom_data"]["order_id"] for e in events]
+
+
+def test_the_conversions_sync_reads_the_standby_once_caught_up_else_the_primary(
+    replicated_sync: dict[str, Any],
+) -> None:
+    """The same check for a conversions destination (Meta's Conversions API): the orders
+    still to send are read on the standby once it caught up, and each eligible sale
+    reaches Meta once; with replay paused, the primary, and a sale recorded since."""
+    settings: Settings = replicated_sync["settings"]
+    sessions: sessionmaker[Session] = replicated_sync["sessions"]
+    primary: Cluster = replicated_sync["primary"]
+    standby: Cluster = replicated_sync["standby"]
+    meta: FakeMeta = replicated_sync["meta"]
+    shop: Shop = replicated_sync["shop"]
+    partner = shop.partner.partner.id
+
+    with sessions() as session:
+        buyers = [
+            add_customer(session, shop.store, email=f"buyer{n}@example.com") for n in range(3)
+        ]
+        due = [
+            add_order(session, shop.store, c, days_ago=1, partner_id=partner, status="CLOSED")
+            for c in buyers
+        ]
+        add_order(session, shop.store, buyers[0], days_ago=1, partner_id=partner, status="OPEN")
+    destination_id = _destination(sessions, settings, shop, meta_conversions())
+
+    clusters = (primary, standby)
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters, "orders")
+    assert sync_now(sessions, settings, destination_id).result == "synced"
+    assert sorted(_sales(meta)) == sorted(o.order_id for o in due)
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters, "orders")
+    assert standby_after > standby_before, "the sync's reads did not run on the standby"
+    on_primary = primary_after - primary_before
+    print(f"caught up: standby +{standby_after - standby_before}, primary +{on_primary}")
+
+    # Replay paused: the standby holds neither the sale recorded now nor the record of
+    # the three sent; read there, the sync would miss the one and send the others again.
+    standby.scalar("SELECT pg_wal_replay_pause()")
+    with sessions() as session:
+        late = add_order(
+            session, shop.store, buyers[1], days_ago=0, partner_id=partner, status="closed"
+        )
+    with sessions.begin() as session:
+        session.get_one(Destination, destination_id).sync_requested = True
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters, "orders")
+    assert sync_now(sessions, settings, destination_id).result == "synced"
+    # The late sale is on the primary only: sent, it was read there.
+    assert sorted(_sales(meta)) == sorted(o.order_id for o in [*due, late])
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters, "orders")
+    assert standby_after == standby_before, "a sync read a standby behind"
+    fallback_on_primary = primary_after - primary_before
+    print(f"paused: standby +0, primary +{fallback_on_primary}")
+    assert fallback_on_primary > on_primary
+    standby.scalar("SELECT pg_wal_replay_resume()")
+
+
+MAX_AGE = 300
+
+
+def _stored_everyone(sessions: sessionmaker[Session], profile_id: str) -> int | None:
+    """The stored size of the profile's `all` segment; None while the row is empty."""
+    with sessions() as session:
+        row = session.get_one(StoredSizes, profile_id)
+        if row.audiences is None:
+            return None
+        return next(a["customers"] for a in json.loads(row.audiences) if a["segment"] == "all")
+
+
+def _refresh(sessions: sessionmaker[Session], settings: Settings) -> None:
+    assert refresh_stored_sizes(sessions, settings) == 1
+    wait_for_refreshes()
+
+
+def test_stored_audience_sizes_are_counted_on_the_standby_once_caught_up_else_the_primary(
+    replicated_sync: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large profile's stored audience sizes (docs/audiences.md): the worker's count
+    reads the standby once it has replayed the primary's position, else the primary; the
+    stored row is written on the primary. A list request counted on a standby behind
+    answers that count but does not store it."""
+    monkeypatch.setattr(stored_sizes, "LARGE_AFTER_SECONDS", 0.0)  # every profile is large
+    settings: Settings = replicated_sync["settings"].model_copy(
+        update={"audience_sizes_max_age_seconds": MAX_AGE}
+    )
+    sessions: sessionmaker[Session] = replicated_sync["sessions"]
+    primary: Cluster = replicated_sync["primary"]
+    standby: Cluster = replicated_sync["standby"]
+    profile_id = replicated_sync["shop"].store.profile_id
+    store = replicated_sync["shop"].store
+    with sessions() as session:
+        for n in range(3):
+            add_customer(session, store, email=f"buyer{n}@example.com")
+    with sessions.begin() as session:  # a large profile's list, asked for a moment ago
+        session.add(
+            StoredSizes(
+                profile_id=profile_id, generation=0, took_seconds=1.0, requested_at=utcnow()
+            )
+        )
+
+    # Replay running: the count runs on the standby, caught up with the fourth customer.
+    with sessions() as session:
+        add_customer(session, store, email="fourth@example.com")
+    clusters = (primary, standby)
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters)
+    _refresh(sessions, settings)
+    assert _stored_everyone(sessions, profile_id) == 4
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters)
+    assert standby_after > standby_before, "the count did not run on the standby"
+    assert primary_after == primary_before, "the count ran on the primary"
+
+    # Replay paused, then a change that empties the stored count (as an opt-out does).
+    standby.scalar("SELECT pg_wal_replay_pause()")
+    with sessions() as session:
+        add_customer(session, store, email="late@example.com")
+    with sessions.begin() as session:
+        forget(session, [profile_id])
+    # A list request reads the standby: it answers the standby's count and stores none.
+    replica_sessions = replica.read_sessions(settings)
+    assert replica_sessions is not None
+    with sessions() as session, replica_sessions() as reads:
+        answered = listed(session, reads, profile_id=profile_id, settings=settings)
+        session.commit()
+    assert next(a["customers"] for a in answered.audiences if a["segment"] == "all") == 4
+    assert _stored_everyone(sessions, profile_id) is None
+
+    # The worker's count falls back to the primary, which holds the late customer.
+    primary_before, standby_before = _scans_so_far(sessions, settings, clusters)
+    _refresh(sessions, settings)
+    assert _stored_everyone(sessions, profile_id) == 5
+    primary_after, standby_after = _scans_so_far(sessions, settings, clusters)
+    assert standby_after == standby_before, "a count read a standby behind"
+    assert primary_after > primary_before, "the count did not run on the primary"
+    standby.scalar("SELECT pg_wal_replay_resume()")

@@ -12,6 +12,15 @@ What makes a stored count wrong at once is emptied in the same transaction (`for
 the merchant's opt-out and its lifting, an erasure, a phone's SMS STOP and START. Each
 bumps the row's generation and drops the worker's lease, so a count begun before the
 change is never stored after it.
+
+With a read replica (`PARTNERLINK_DATABASE_READ_URL`, PostgreSQL) the counts read the
+hot standby and the stored rows are written on the primary. The worker's count reads
+the standby once it has replayed the primary's WAL position of the count's start
+(waiting 3 s at most, partnerlink.db.replica), else the primary; a list request's count
+on the standby is stored only if the standby had replayed the primary's position when
+the count began. So a stored count includes every change committed before its
+`computedAt`, whatever the replication lag; only an answer counted on the spot (not
+stored) can lag, as every other read of the standby does.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink import jobs
 from partnerlink.audiences.models import StoredSizes
 from partnerlink.audiences.service import audiences, digest_key
+from partnerlink.db import replica
 from partnerlink.db.base import utcnow
 from partnerlink.db.engine import committed_session
 from partnerlink.settings import Settings
@@ -98,6 +108,16 @@ def _fresh(row: Any, now: datetime, settings: Settings) -> bool:
     )
 
 
+def _counts_everything_committed(session: Session, reads: Session) -> bool:
+    """Whether a count begun now on `reads` sees every change the primary (`session`)
+    committed so far: it is the primary, or a standby that has replayed the primary's
+    WAL position (no wait; a database not in recovery is taken as the primary's data)."""
+    if reads is session:
+        return True
+    position = replica.primary_position(session)
+    return position is None or replica.replayed(reads, position) is not False
+
+
 def _count(session: Session, profile_id: str, settings: Settings) -> tuple[list[Any], float]:
     started = time.perf_counter()
     counted = audiences(session, profile_id=profile_id, digest_key=digest_key(settings.signing_key))
@@ -124,8 +144,14 @@ def listed(session: Session, reads: Session, *, profile_id: str, settings: Setti
                 update(table).where(table.c.profile_id == profile_id).values(requested_at=now)
             )
         return Listed(json.loads(row.audiences), row.computed_at)
+    # A standby that lags may have not replayed a change that emptied the row (an
+    # opt-out, a STOP): its count is answered (as every read of a lagging standby) but
+    # never stored, so the lag does not outlive itself in the stored count.
+    storable = settings.audience_sizes_max_age_seconds > 0 and _counts_everything_committed(
+        session, reads
+    )
     counted, took = _count(reads, profile_id, settings)
-    if _large(took, settings):
+    if storable and _large(took, settings):
         values = {
             "audiences": json.dumps(counted),
             "computed_at": now,
@@ -198,9 +224,14 @@ def wait_for_refreshes(timeout: float = 60.0) -> None:
 def _count_and_store(
     sessions: sessionmaker[Session], settings: Settings, profile_id: str, lease_until: datetime
 ) -> None:
+    # Taken before the primary's WAL position: the count includes every change committed
+    # before `counted_at`, on the standby (once it replayed that position) or the primary.
     counted_at = utcnow()
+    reads = replica.caught_up_reads(
+        sessions, replica.read_sessions(settings), f"audience sizes of profile {profile_id}"
+    )
     try:
-        with committed_session(sessions) as session:
+        with reads() as session:
             counted, took = _count(session, profile_id, settings)
     except Exception:  # the lease runs out and a later round counts it again
         log.exception("audience sizes of profile %s: the count failed", profile_id)

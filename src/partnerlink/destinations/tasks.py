@@ -14,12 +14,11 @@ import threading
 from datetime import datetime
 
 import httpx
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink import jobs
+from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations import queries
 from partnerlink.destinations.engine import Outcome, sync_destination
 from partnerlink.destinations.platform import platform_client
@@ -33,7 +32,6 @@ POOL_THREADS = 4
 _threads = jobs.JobThreads(POOL_THREADS, name="ad-sync")
 _lock = threading.Lock()
 _http: dict[float, httpx.Client] = {}
-_replicas: dict[str, sessionmaker[Session]] = {}
 
 
 def _http_client(settings: Settings) -> httpx.Client:
@@ -47,25 +45,16 @@ def _http_client(settings: Settings) -> httpx.Client:
         return _http[timeout]
 
 
-def _read_sessions(settings: Settings) -> sessionmaker[Session] | None:
-    """The read replica's sessions (one engine per URL, shared by the syncs), when
-    `PARTNERLINK_DATABASE_READ_URL` names one and both databases are PostgreSQL."""
-    url = settings.database_read_url
-    if not url or not all(
-        make_url(u).get_backend_name() == "postgresql" for u in (url, settings.database_url)
-    ):
-        return None
-    with _lock:
-        if url not in _replicas:
-            _replicas[url] = make_sessionmaker(make_engine(url, pool_size=POOL_THREADS * 2))
-        return _replicas[url]
-
-
 def _sync_logged(
     sessions: sessionmaker[Session], settings: Settings, destination_id: str, lease: datetime
 ) -> Outcome:
     outcome = sync_destination(
-        sessions, settings, destination_id, lease, _http_client(settings), _read_sessions(settings)
+        sessions,
+        settings,
+        destination_id,
+        lease,
+        _http_client(settings),
+        replica.read_sessions(settings),
     )
     log.info("destination %s: %s", destination_id, outcome.result)
     return outcome
@@ -103,5 +92,5 @@ def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id
         destination_id,
         row.lease_until,
         _http_client(settings),
-        _read_sessions(settings),
+        replica.read_sessions(settings),
     )
