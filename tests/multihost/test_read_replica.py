@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import pytest
@@ -220,8 +220,20 @@ def _scans_so_far(
     return _scans(primary, table), _scans(standby, table)
 
 
+class Replicated(NamedTuple):
+    """The worker's side: its settings (the standby as read database, the local Meta
+    server), the primary's sessions, both servers, Meta and the test's shop."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    primary: Cluster
+    standby: Cluster
+    meta: FakeMeta
+    shop: Shop
+
+
 @pytest.fixture
-def replicated_sync(cluster: tuple[Cluster, Cluster], tmp_path: Path) -> Iterator[dict[str, Any]]:
+def replicated_sync(cluster: tuple[Cluster, Cluster], tmp_path: Path) -> Iterator[Replicated]:
     primary, standby = cluster
     with FakeMeta() as meta, _own_shop(cluster) as (sessions, shop):
         settings = Settings(
@@ -233,14 +245,7 @@ def replicated_sync(cluster: tuple[Cluster, Cluster], tmp_path: Path) -> Iterato
             meta_api_version=fake_meta.VERSION,
             ad_request_timeout_seconds=5.0,
         )
-        yield {
-            "settings": settings,
-            "sessions": sessions,
-            "primary": primary,
-            "standby": standby,
-            "meta": meta,
-            "shop": shop,
-        }
+        yield Replicated(settings, sessions, primary, standby, meta, shop)
 
 
 def _destination(
@@ -265,14 +270,9 @@ def _destination(
 
 
 def test_the_sync_reads_the_standby_once_caught_up_else_the_primary(
-    replicated_sync: dict[str, Any],
+    replicated_sync: Replicated,
 ) -> None:
-    settings: Settings = replicated_sync["settings"]
-    sessions: sessionmaker[Session] = replicated_sync["sessions"]
-    primary: Cluster = replicated_sync["primary"]
-    standby: Cluster = replicated_sync["standby"]
-    meta: FakeMeta = replicated_sync["meta"]
-    shop: Shop = replicated_sync["shop"]
+    settings, sessions, primary, standby, meta, shop = replicated_sync
     held = meta.audiences[fake_meta.AUDIENCE_ID]
 
     with sessions() as session:
@@ -317,17 +317,12 @@ def _sales(meta: FakeMeta) -> list[str]:
 
 
 def test_the_conversions_sync_reads_the_standby_once_caught_up_else_the_primary(
-    replicated_sync: dict[str, Any],
+    replicated_sync: Replicated,
 ) -> None:
     """The same check for a conversions destination (Meta's Conversions API): the orders
     still to send are read on the standby once it caught up, and each eligible sale
     reaches Meta once; with replay paused, the primary, and a sale recorded since."""
-    settings: Settings = replicated_sync["settings"]
-    sessions: sessionmaker[Session] = replicated_sync["sessions"]
-    primary: Cluster = replicated_sync["primary"]
-    standby: Cluster = replicated_sync["standby"]
-    meta: FakeMeta = replicated_sync["meta"]
-    shop: Shop = replicated_sync["shop"]
+    settings, sessions, primary, standby, meta, shop = replicated_sync
     partner = shop.partner.partner.id
 
     with sessions() as session:
@@ -389,21 +384,16 @@ def _refresh(sessions: sessionmaker[Session], settings: Settings) -> None:
 
 
 def test_stored_audience_sizes_are_counted_on_the_standby_once_caught_up_else_the_primary(
-    replicated_sync: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    replicated_sync: Replicated, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A large profile's stored audience sizes (docs/audiences.md): the worker's count
     reads the standby once it has replayed the primary's position, else the primary; the
     stored row is written on the primary. A list request counted on a standby behind
     answers that count but does not store it."""
     monkeypatch.setattr(stored_sizes, "LARGE_AFTER_SECONDS", 0.0)  # every profile is large
-    settings: Settings = replicated_sync["settings"].model_copy(
-        update={"audience_sizes_max_age_seconds": MAX_AGE}
-    )
-    sessions: sessionmaker[Session] = replicated_sync["sessions"]
-    primary: Cluster = replicated_sync["primary"]
-    standby: Cluster = replicated_sync["standby"]
-    profile_id = replicated_sync["shop"].store.profile_id
-    store = replicated_sync["shop"].store
+    _settings, sessions, primary, standby, _meta, shop = replicated_sync
+    settings = _settings.model_copy(update={"audience_sizes_max_age_seconds": MAX_AGE})
+    store, profile_id = shop.store, shop.store.profile_id
     with sessions() as session:
         for n in range(3):
             add_customer(session, store, email=f"buyer{n}@example.com")
