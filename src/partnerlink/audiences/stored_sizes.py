@@ -112,7 +112,7 @@ def _counts_everything_committed(session: Session, reads: Session) -> bool:
     """Whether a count begun now on `reads` sees every change the primary (`session`)
     committed so far: it is the primary, or a standby that has replayed the primary's
     WAL position (no wait; a database not in recovery is taken as the primary's data)."""
-    if reads is session:
+    if reads is session or reads.get_bind().dialect.name != "postgresql":
         return True
     position = replica.primary_position(session)
     return position is None or replica.replayed(reads, position) is not False
@@ -227,10 +227,10 @@ def _count_and_store(
     # Taken before the primary's WAL position: the count includes every change committed
     # before `counted_at`, on the standby (once it replayed that position) or the primary.
     counted_at = utcnow()
-    reads = replica.caught_up_reads(
-        sessions, replica.read_sessions(settings), f"audience sizes of profile {profile_id}"
-    )
     try:
+        reads = replica.caught_up_reads(
+            sessions, replica.read_sessions(settings), f"audience sizes of profile {profile_id}"
+        )
         with reads() as session:
             counted, took = _count(session, profile_id, settings)
     except Exception:  # the lease runs out and a later round counts it again

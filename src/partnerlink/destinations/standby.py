@@ -5,9 +5,10 @@ The audience sync compares the segment with the held rows (destination_members) 
 the syncs themselves write on the primary; a standby that had not yet replayed the last
 sync's records would answer rows already sent as still to send (or removed ones as
 still held), and the conversions sync skips the orders already sent
-(destination_conversions), so a lagging standby would send them again. So each sync of a destination first reads the primary's WAL position and
-waits, a few seconds at most, for the standby to have replayed up to it; if it has not
-(or the standby cannot answer), the sync reads the primary, as without the setting.
+(destination_conversions): a lagging standby would send them again. So each sync of a
+destination first reads the primary's WAL position and waits, a few seconds at most,
+for the standby to have replayed up to it; if it has not (or the standby cannot
+answer), the sync reads the primary, as without the setting.
 
 Within one sync the standby then stays sound although it lags this sync's own writes:
 the customers are read in ascending ranges of ids (audience sync) and the orders in
