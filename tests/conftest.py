@@ -106,7 +106,9 @@ def _empty_all_tables(url: str) -> None:
             touched |= {row[0] for row in conn.execute(text(_COUNTED_SINCE_RESTART))}
             touched &= set(tables)
             if touched:
-                conn.execute(text(f"TRUNCATE {', '.join(sorted(touched))} RESTART IDENTITY CASCADE"))
+                conn.execute(
+                    text(f"TRUNCATE {', '.join(sorted(touched))} RESTART IDENTITY CASCADE")
+                )
         else:
             for table in tables:
                 if table in touched:
