@@ -26,23 +26,27 @@ next one sends only the rest (and again the few rows taken but not yet recorded)
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
-from partnerlink.destinations import members, queries
+from partnerlink.destinations import members, queries, standby
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender, Sent
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
+
+log = logging.getLogger("partnerlink.destinations")
 
 # Bump when the rows sent for the same customer columns change (normalization,
 # hashing, a platform's row shape): every destination then compares all its members once.
@@ -204,6 +208,54 @@ class _Batches:
             self.lease.renew(session)
 
 
+def _change_mark(sessions: sessionmaker[Session], profile_id: str) -> int | None:
+    """members.change_mark on the primary; None when the customers' writes under way
+    did not finish within its wait (a long import): this sync then goes without."""
+    try:
+        with sessions.begin() as session:
+            return members.change_mark(session.connection(), profile_id)
+    except OperationalError as error:
+        log.info("audience sync: no change mark (%s); comparing every member", type(error).__name__)
+        return None
+
+
+def _changed_ids(
+    sessions: sessionmaker[Session],
+    destination: Destination,
+    plan: ExportPlan,
+    basis: str,
+    mark: int | None,
+) -> list[int] | None:
+    """The customers to compare, when only the changed ones need be: the segment is
+    decided by the customer rows alone (`all`: its predicate reads the customer, its
+    opt-out and the suppression list, which only an erasure, deleting the customers,
+    grows), no test store's orders take part, the basis stays, and the number of
+    changes is small beside the held members. None otherwise: every member is read."""
+    since = destination.members_seq
+    if (
+        mark is None
+        or since is None
+        or destination.members_basis != basis
+        or plan.segment not in CUSTOMER_ONLY_SEGMENTS
+        or plan.scope.has_test_stores
+    ):
+        return None
+    with sessions() as session:
+        ids = members.changed_customers(session.connection(), destination.profile_id, since, mark)
+    if len(ids) > max(CHANGES_CHUNK, destination.members // CHANGED_SHARE):
+        return None
+    return ids
+
+
+# Segments whose members only the customer rows, their opt-outs and erasures decide; the
+# others depend on orders and on time too, and compare every member's fingerprint.
+CUSTOMER_ONLY_SEGMENTS = frozenset({"all"})
+# Above 1/CHANGED_SHARE of the held members changed, reading every range costs less.
+CHANGED_SHARE = 5
+# Changed customers a read covers.
+IDS_CHUNK = 10_000
+
+
 def sync_audience(
     sessions: sessionmaker[Session],
     destination: Destination,
@@ -215,10 +267,17 @@ def sync_audience(
     reads: sessionmaker[Session] | None = None,
 ) -> Report:
     """`reads` (the read replica once caught up, standby.py) reads the segment, the
-    campaign and the held rows to compare; every record goes to `sessions`, the primary."""
-    reads = reads or sessions
+    campaign and the held rows to compare; every record goes to `sessions`, the primary.
+
+    The change mark is taken first, on the primary: every change up to it is then
+    compared by this sync, whichever way it reads (a replica is asked again to have
+    replayed up to the mark). What changes after it is compared by the next sync."""
     report = Report()
     assert destination.segment is not None
+    mark = _change_mark(sessions, destination.profile_id)
+    if reads is not None and reads is not sessions:
+        reads = standby.reads_for(sessions, reads, destination.id)
+    reads = reads or sessions
     with reads() as session:
         plan = plan_export(
             session,
@@ -229,6 +288,7 @@ def sync_audience(
         )
         excluded, basis = _campaign(session, destination)
     compare_all = destination.members_basis != basis
+    ids = _changed_ids(reads, destination, plan, basis, mark)
     # The recorder outlives the caller: a request answered as the sync stops still has
     # its record written.
     with (
@@ -236,10 +296,11 @@ def sync_audience(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
     ):
         batches = _Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
-        _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all)
-    if compare_all:
-        with sessions.begin() as session:
-            members.set_members_basis(session.connection(), destination.id, basis)
+        _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all, ids)
+    with sessions.begin() as session:
+        connection = session.connection()
+        members.set_members_basis(connection, destination.id, basis, mark)
+        members.forget_deletions(connection, destination.profile_id)
     if batches.written > destination.members // VACUUM_SHARE:
         with sessions() as session:
             engine = session.get_bind()
@@ -256,35 +317,48 @@ def _send_chunks(
     excluded: Callable[[int], bool],
     batches: _Batches,
     compare_all: bool,
+    ids: list[int] | None,
 ) -> None:
     """Reads ranges of customers on threads of their own while this one compares the
     ranges read (a read's time is the database's). Comparing every member, one range is
     read ahead; otherwise the reads return little, and two go at once, on two of the
-    database's processes."""
+    database's processes. With `ids`, the ranges hold only those customers."""
     size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
 
-    def range_end(after: int) -> int | None:
-        with read_sessions() as session:
-            return audience_queries.chunk_end(
-                session.connection(), plan.scope.profile_id, after, size
-            )
+    def ranges() -> Iterator[tuple[int, int | None, list[int] | None]]:
+        if ids is not None:
+            for start in range(0, len(ids), IDS_CHUNK):
+                part = ids[start : start + IDS_CHUNK]
+                yield part[0] - 1, part[-1], part
+            return
+        after: int | None = 0
+        while after is not None:
+            with read_sessions() as session:
+                until = audience_queries.chunk_end(
+                    session.connection(), plan.scope.profile_id, after, size
+                )
+            yield after, until, None
+            after = until
 
-    def read(after: int, until: int | None) -> list[Any]:
+    def read(after: int, until: int | None, part: list[int] | None) -> list[Any]:
         with read_sessions() as session:
             connection = session.connection()
             members.prepare(connection, plan.scope.digest_key)
             return members.member_changes(
-                connection, plan, destination.id, after, until, compare_all=compare_all
+                connection, plan, destination.id, after, until, compare_all=compare_all, ids=part
             )
 
     reads: deque[Future[list[Any]]] = deque()
-    after: int | None = 0
+    pending = ranges()
+    more = True
     with ThreadPoolExecutor(max_workers=readers, thread_name_prefix="audience-read") as reader:
         while True:
-            while after is not None and len(reads) <= readers:
-                until = range_end(after)
-                reads.append(reader.submit(read, after, until))
-                after = until
+            while more and len(reads) <= readers:
+                following = next(pending, None)
+                if following is None:
+                    more = False
+                    break
+                reads.append(reader.submit(read, *following))
             if not reads:
                 break
             rows = reads.popleft().result()

@@ -1,0 +1,178 @@
+"""Audience syncs read only the customers changed since their last comparison.
+
+- `customers.change_seq`: a number that grows with every write that can change a
+  customer's audience row or membership: its creation, a change of its export columns
+  (email, phone, names, city, country, postal code) or profile, and a change of its
+  opt-out (a row of `audience_opt_outs` made, changed or deleted: a merchant's opt-out,
+  a STOP, a START). Set by the database itself (PostgreSQL: the column's default and a
+  trigger, from the sequence `customer_change_seq`; SQLite: triggers, the profile's
+  highest number plus one), so writes by plain SQL, by COPY or by any path are seen.
+  Rows written before this migration keep NULL: each destination's first sync after it
+  compares every member anyway (it has no `members_seq` yet).
+- `customer_deletions`: a deleted customer (an erasure) leaves its id and number here,
+  so that its held rows can be found without scanning them all.
+- `destinations.members_seq`: the number up to which a destination's held rows were
+  compared (destinations/audience_sync.py).
+- `ix_customers_profile_change`: the customers of a profile changed after a number.
+
+Plain ADD COLUMNs, nullable, never a batch copy (SQLite rebuilds would cascade).
+
+Revision ID: 0030
+Revises: 0029
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0030"
+down_revision = "0029"
+branch_labels = None
+depends_on = None
+
+# The columns whose change can change a customer's audience row or membership.
+WATCHED = (
+    "profile_id",
+    "email",
+    "phone_number",
+    "first_name",
+    "last_name",
+    "city",
+    "country_code",
+    "postal_code",
+)
+
+POSTGRES_UP = [
+    "CREATE SEQUENCE customer_change_seq",
+    "ALTER TABLE customers ALTER COLUMN change_seq SET DEFAULT nextval('customer_change_seq')",
+    """
+    CREATE FUNCTION partnerlink_customer_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.change_seq := nextval('customer_change_seq');
+        RETURN NEW;
+    END $$
+    """,
+    f"""
+    CREATE TRIGGER customers_changed BEFORE UPDATE ON customers FOR EACH ROW
+    WHEN (({", ".join(f"OLD.{c}" for c in WATCHED)})
+          IS DISTINCT FROM ({", ".join(f"NEW.{c}" for c in WATCHED)}))
+    EXECUTE FUNCTION partnerlink_customer_changed()
+    """,
+    """
+    CREATE FUNCTION partnerlink_customer_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO customer_deletions (profile_id, customer_id, change_seq)
+        VALUES (OLD.profile_id, OLD.id, nextval('customer_change_seq'));
+        RETURN OLD;
+    END $$
+    """,
+    """
+    CREATE TRIGGER customers_deleted AFTER DELETE ON customers FOR EACH ROW
+    EXECUTE FUNCTION partnerlink_customer_deleted()
+    """,
+    """
+    CREATE FUNCTION partnerlink_opt_out_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'DELETE' THEN
+            UPDATE customers SET change_seq = nextval('customer_change_seq')
+            WHERE id = NEW.customer_id AND profile_id = NEW.profile_id;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            UPDATE customers SET change_seq = nextval('customer_change_seq')
+            WHERE id = OLD.customer_id AND profile_id = OLD.profile_id;
+        END IF;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER audience_opt_outs_changed AFTER INSERT OR UPDATE OR DELETE
+    ON audience_opt_outs FOR EACH ROW EXECUTE FUNCTION partnerlink_opt_out_changed()
+    """,
+]
+
+POSTGRES_DOWN = [
+    "DROP TRIGGER audience_opt_outs_changed ON audience_opt_outs",
+    "DROP FUNCTION partnerlink_opt_out_changed()",
+    "DROP TRIGGER customers_deleted ON customers",
+    "DROP FUNCTION partnerlink_customer_deleted()",
+    "DROP TRIGGER customers_changed ON customers",
+    "DROP FUNCTION partnerlink_customer_changed()",
+    "ALTER TABLE customers ALTER COLUMN change_seq DROP DEFAULT",
+    "DROP SEQUENCE customer_change_seq",
+]
+
+
+def _sqlite_next(profile: str) -> str:
+    """The profile's next number: one more than its customers' and deletions' highest
+    (SQLite writes one transaction at a time, so no two writes draw the same)."""
+    return (
+        "(SELECT max(coalesce((SELECT max(change_seq) FROM customers "
+        f"WHERE profile_id = {profile}), 0), coalesce((SELECT max(change_seq) "
+        f"FROM customer_deletions WHERE profile_id = {profile}), 0)) + 1)"
+    )
+
+
+SQLITE_UP = [
+    f"""
+    CREATE TRIGGER customers_created AFTER INSERT ON customers BEGIN
+        UPDATE customers SET change_seq = {_sqlite_next("NEW.profile_id")} WHERE id = NEW.id;
+    END
+    """,
+    f"""
+    CREATE TRIGGER customers_changed AFTER UPDATE OF {", ".join(WATCHED)} ON customers
+    WHEN {" OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in WATCHED)} BEGIN
+        UPDATE customers SET change_seq = {_sqlite_next("NEW.profile_id")} WHERE id = NEW.id;
+    END
+    """,
+    f"""
+    CREATE TRIGGER customers_deleted AFTER DELETE ON customers BEGIN
+        INSERT INTO customer_deletions (profile_id, customer_id, change_seq)
+        VALUES (OLD.profile_id, OLD.id, {_sqlite_next("OLD.profile_id")});
+    END
+    """,
+    *(
+        f"""
+        CREATE TRIGGER audience_opt_outs_{when.lower()} AFTER {when} ON audience_opt_outs BEGIN
+            UPDATE customers SET change_seq = {_sqlite_next(f"{row}.profile_id")}
+            WHERE id = {row}.customer_id;
+        END
+        """
+        for when, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+    ),
+]
+
+SQLITE_DOWN = [
+    "DROP TRIGGER audience_opt_outs_delete",
+    "DROP TRIGGER audience_opt_outs_update",
+    "DROP TRIGGER audience_opt_outs_insert",
+    "DROP TRIGGER customers_deleted",
+    "DROP TRIGGER customers_changed",
+    "DROP TRIGGER customers_created",
+]
+
+
+def upgrade() -> None:
+    postgres = op.get_bind().dialect.name == "postgresql"
+    op.add_column("customers", sa.Column("change_seq", sa.BigInteger(), nullable=True))
+    op.add_column("destinations", sa.Column("members_seq", sa.BigInteger(), nullable=True))
+    op.create_index("ix_customers_profile_change", "customers", ["profile_id", "change_seq"])
+    op.create_table(
+        "customer_deletions",
+        # No foreign key: a profile's deletion cascades to its customers, whose rows
+        # land here while the profile goes.
+        sa.Column("profile_id", sa.String(36), nullable=False),
+        sa.Column("customer_id", sa.BigInteger(), nullable=False),
+        sa.Column("change_seq", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("profile_id", "change_seq", name="pk_customer_deletions"),
+    )
+    for statement in POSTGRES_UP if postgres else SQLITE_UP:
+        op.execute(statement)
+
+
+def downgrade() -> None:
+    postgres = op.get_bind().dialect.name == "postgresql"
+    for statement in POSTGRES_DOWN if postgres else SQLITE_DOWN:
+        op.execute(statement)
+    op.drop_table("customer_deletions")
+    op.drop_index("ix_customers_profile_change", table_name="customers")
+    op.drop_column("destinations", "members_seq")
+    op.drop_column("customers", "change_seq")
