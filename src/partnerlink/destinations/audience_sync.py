@@ -60,7 +60,12 @@ CHANGES_CHUNK = 100_000
 # A sync that wrote more than 1/VACUUM_SHARE of the held rows vacuums them (members.py).
 VACUUM_SHARE = 10
 
-Removal = tuple[int, str]
+# A row to remove: customer id, row, and whether the customer is added again by this
+# sync with a new row (a changed member): its held row is then replaced by the addition's
+# record, one UPDATE where a DELETE and an INSERT touched the table's pages twice.
+Removal = tuple[int, str, bool]
+# A row to add: customer id, row, fingerprint, and whether it replaces a held row.
+Addition = tuple[int, str, int | None, bool]
 
 
 def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
@@ -115,13 +120,13 @@ class _Batches:
         self.report = report
         self.caller = caller
         self.recorder = recorder
-        self.adds: list[members.Member] = []
+        self.adds: list[Addition] = []
         self.removes: list[Removal] = []
         self.in_flight: Future[Future[None]] | None = None
         self.recording: deque[Future[None]] = deque()
         self.written = 0  # held rows added, removed or refingerprinted
 
-    def queue(self, adds: list[members.Member], removes: list[Removal]) -> None:
+    def queue(self, adds: list[Addition], removes: list[Removal]) -> None:
         self.written += len(adds) + len(removes)
         self.removes += removes
         self.adds += adds
@@ -164,27 +169,28 @@ class _Batches:
         while len(self.recording) > pending_records:
             self.recording.popleft().result()
 
-    def add(self, part: list[members.Member]) -> Future[None]:
+    def add(self, part: list[Addition]) -> Future[None]:
         """On the caller's thread: one request; its record goes to the recorder."""
-        sent = self.sender.add([row for _, row, _ in part])
+        sent = self.sender.add([row for _, row, _, _ in part])
         return self.recorder.submit(self.record_added, part, sent)
 
     def remove(self, part: list[Removal]) -> Future[None]:
-        sent = self.sender.remove([row for _, row in part])
+        sent = self.sender.remove([row for _, row, _ in part])
         return self.recorder.submit(self.record_removed, part, sent)
 
-    def record_added(self, part: list[members.Member], sent: Sent) -> None:
+    def record_added(self, part: list[Addition], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
             members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            members.remember_members(connection, destination_id, self.destination.profile_id, part)
+            rows = [(customer_id, row, fingerprint) for customer_id, row, fingerprint, _ in part]
+            members.remember_members(connection, destination_id, self.destination.profile_id, rows)
             queries.add_to_counters(
                 connection,
                 destination_id,
                 sent_added=sent.taken - sent.rejected,
                 sent_rejected=sent.rejected,
-                members=len(part),
+                members=sum(1 for *_, replaces in part if not replaces),
             )
             self.lease.renew(session)
         self.report.add(sent.report)
@@ -194,9 +200,10 @@ class _Batches:
             connection = session.connection()
             members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            members.forget_members(connection, destination_id, [c for c, _ in part])
+            gone = [customer_id for customer_id, _, replaced in part if not replaced]
+            members.forget_members(connection, destination_id, gone)
             queries.add_to_counters(
-                connection, destination_id, sent_removed=len(part), members=-len(part)
+                connection, destination_id, sent_removed=len(part), members=-len(gone)
             )
             self.lease.renew(session)
         self.report.add(sent.report)
@@ -301,7 +308,13 @@ def sync_audience(
         connection = session.connection()
         members.set_members_basis(connection, destination.id, basis, mark)
         members.forget_deletions(connection, destination.profile_id)
-    if batches.written > destination.members // VACUUM_SHARE:
+    # The count of held rows is kept with every record; a sync that read every range
+    # counts them again (engine.py), one that read only the changes trusts it.
+    report.recount = ids is None
+    # Vacuumed for the next sync's reads of held ranges; one that goes by the changes
+    # looks up only the changed ids (autovacuum does the rest in its time).
+    by_changes = plan.segment in CUSTOMER_ONLY_SEGMENTS and not plan.scope.has_test_stores
+    if not by_changes and batches.written > destination.members // VACUUM_SHARE:
         with sessions() as session:
             engine = session.get_bind()
         assert isinstance(engine, Engine)
@@ -376,10 +389,10 @@ _ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
 
 def _compare(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
-) -> tuple[list[members.Member], list[Removal], list[tuple[int, int]]]:
+) -> tuple[list[Addition], list[Removal], list[tuple[int, int]]]:
     """What the pairs of member and held row call for: rows to add, rows to remove, and
     fingerprints to record for members whose row stayed the same."""
-    adds: list[members.Member] = []
+    adds: list[Addition] = []
     removes: list[Removal] = []
     refingerprints: list[tuple[int, int]] = []
     make_row = sender.row
@@ -388,7 +401,7 @@ def _compare(
         held_row = pair[_HELD_ROW]
         if customer_id is None or excluded(customer_id):
             if held_row is not None:
-                removes.append((pair[_HELD_ID], held_row))
+                removes.append((pair[_HELD_ID], held_row, False))
             continue
         row = make_row(pair[1:_FINGERPRINT])
         fingerprint = pair[_FINGERPRINT]
@@ -396,7 +409,8 @@ def _compare(
             if pair[_HELD_FINGERPRINT] != fingerprint:
                 refingerprints.append((customer_id, fingerprint))
             continue
-        if held_row is not None:
-            removes.append((customer_id, held_row))
-        adds.append((customer_id, row, fingerprint))
+        replaces = held_row is not None
+        if replaces:
+            removes.append((customer_id, held_row, True))
+        adds.append((customer_id, row, fingerprint, replaces))
     return adds, removes, refingerprints

@@ -84,8 +84,9 @@ class DestinationMember(Base):
     """
 
     __tablename__ = "destination_members"
-    # An incremental sync reads each held member's id and fingerprint from this index
-    # alone (PostgreSQL's index-only scan, once vacuumed), not from the heap of rows sent.
+    # SQLite: an incremental sync by ranges reads each held member's id and fingerprint
+    # from this index alone. PostgreSQL drops it (migration 0030), so that a changed
+    # member's record is a heap-only update, with no index entry to write.
     __table_args__ = (
         Index("ix_destination_members_fingerprint", "destination_id", "customer_id", "fingerprint"),
     )

@@ -14,6 +14,14 @@
 - `destinations.members_seq`: the number up to which a destination's held rows were
   compared (destinations/audience_sync.py).
 - `ix_customers_profile_change`: the customers of a profile changed after a number.
+- PostgreSQL: `destination_members` loses `ix_destination_members_fingerprint` and
+  keeps a tenth of each new page free (fillfactor 90), so that a changed member's new
+  row and fingerprint replace the held ones by a heap-only (HOT) update on the same
+  page, with no index entry written; an incremental sync's records touched a random
+  leaf of both indexes per row, each a full page in the WAL after a checkpoint
+  (measured: 245 MB of WAL for 10,000 rows). One index fewer also makes a first sync's
+  inserts cheaper. The held side of a comparison by ranges (segments of orders) then
+  reads the fingerprints from the heap. SQLite keeps the covering index.
 
 Plain ADD COLUMNs, nullable, never a batch copy (SQLite rebuilds would cascade).
 
@@ -42,6 +50,8 @@ WATCHED = (
 )
 
 POSTGRES_UP = [
+    "DROP INDEX ix_destination_members_fingerprint",
+    "ALTER TABLE destination_members SET (fillfactor = 90)",
     "CREATE SEQUENCE customer_change_seq",
     "ALTER TABLE customers ALTER COLUMN change_seq SET DEFAULT nextval('customer_change_seq')",
     """
@@ -98,6 +108,9 @@ POSTGRES_DOWN = [
     "DROP FUNCTION partnerlink_customer_changed()",
     "ALTER TABLE customers ALTER COLUMN change_seq DROP DEFAULT",
     "DROP SEQUENCE customer_change_seq",
+    "ALTER TABLE destination_members RESET (fillfactor)",
+    "CREATE INDEX ix_destination_members_fingerprint ON destination_members "
+    "(destination_id, customer_id, fingerprint)",
 ]
 
 
