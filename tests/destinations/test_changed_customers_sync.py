@@ -19,6 +19,7 @@ from partnerlink.customers.models import Customer
 from partnerlink.destinations import members as members_sql
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer, add_order
+from tests.conftest import ON_POSTGRES
 from tests.destinations import fake_meta
 from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
@@ -141,7 +142,9 @@ def test_only_changed_customers_are_read_and_every_change_reaches_the_platform(
 
     # The erased and dropped customers' deletions were compared by the only destination:
     # they are forgotten.
-    left = session.execute(text("SELECT count(*) FROM customer_deletions")).scalar()
+    left = session.execute(
+        text("SELECT count(*) FROM customer_deletions WHERE profile_id = :p"), {"p": profile_id}
+    ).scalar()
     session.rollback()
     assert left == 0
 
@@ -190,3 +193,61 @@ def test_a_segment_of_orders_compares_every_member(
     run_worker(app, worker_settings)
     assert reads and all(part is None for part in reads)
     assert held == {_row(session, first_id), _row(session, later_id)}
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="PostgreSQL's writers commit out of order")
+def test_a_write_under_way_is_compared_by_a_later_sync(
+    app: FastAPI,
+    session: Session,
+    shop: ConnectedStoreFixture,
+    api: Destinations,
+    servers: Servers,
+    worker_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    reads: list[list[int] | None],
+) -> None:
+    """A customer write that drew its change number and has not committed when a sync
+    begins: the sync waits for it (at most members.LOCK_SECONDS), else compares every
+    member without advancing its number, so the change is never skipped."""
+    meta, _google = servers
+    held = meta.audiences[fake_meta.AUDIENCE_ID]
+    quick = add_customer(session, shop.store, email="quick@example.com")
+    slow = add_customer(session, shop.store, email="slow@example.com")
+    quick_id, slow_id = quick.id, slow.id
+    session.rollback()
+    created = api.create(meta_audience())["id"]
+    api.sync(created)
+    run_worker(app, worker_settings)
+    assert held == {_row(session, quick_id), _row(session, slow_id)}
+    seq_before = session.execute(
+        text("SELECT members_seq FROM destinations WHERE id = :d"), {"d": created}
+    ).scalar()
+    session.rollback()
+
+    monkeypatch.setattr(members_sql, "LOCK_SECONDS", 1)
+    writer = app.state.sessionmaker()
+    try:
+        # Drawn first, committed last.
+        writer.execute(
+            text("UPDATE customers SET email = 'slow2@example.com' WHERE id = :i"), {"i": slow_id}
+        )
+        _sql(session, "UPDATE customers SET email = 'quick2@example.com' WHERE id = :i", i=quick_id)
+        reads.clear()
+        api.sync(created)
+        run_worker(app, worker_settings)
+        # No mark: every range read, the committed change sent, the number kept.
+        assert reads and all(part is None for part in reads)
+        assert _row(session, quick_id) in held
+        seq_after = session.execute(
+            text("SELECT members_seq FROM destinations WHERE id = :d"), {"d": created}
+        ).scalar()
+        session.rollback()
+        assert seq_after == seq_before
+        writer.commit()
+    finally:
+        writer.close()
+    reads.clear()
+    api.sync(created)
+    run_worker(app, worker_settings)
+    assert reads == [sorted([quick_id, slow_id])]  # both, since the number was kept
+    assert held == {_row(session, quick_id), _row(session, slow_id)}
