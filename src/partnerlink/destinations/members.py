@@ -107,7 +107,9 @@ def change_mark(connection: Connection, profile_id: str) -> int:
     ROW EXCLUSIVE lock while it draws and until it commits) and keeps new ones out for
     the instant it takes to read the sequence; a `lock_timeout` of LOCK_SECONDS bounds
     the wait (the caller then compares every member, as without numbers). SQLite writes
-    one transaction at a time: the profile's highest number is the mark."""
+    one transaction at a time: the profile's highest number is the mark, once the
+    customers created since the last mark (NULL: SQLite numbers no insert) are given
+    the next number, in this write transaction."""
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_SECONDS}s'")
         connection.exec_driver_sql("LOCK TABLE customers IN SHARE MODE")
@@ -115,11 +117,20 @@ def change_mark(connection: Connection, profile_id: str) -> int:
             "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM customer_change_seq"
         ).scalar()
         return int(value or 0)
-    highest = [
-        select(func.max(changes.c.change_seq)).where(changes.c.profile_id == profile_id),
-        select(func.max(deletions.c.change_seq)).where(deletions.c.profile_id == profile_id),
+    highest = [  # one index entry each (max() under a WHERE reads all the profile's)
+        select(table.c.change_seq)
+        .where(table.c.profile_id == profile_id, table.c.change_seq.is_not(None))
+        .order_by(table.c.change_seq.desc())
+        .limit(1)
+        for table in (changes, deletions)
     ]
-    return max(int(connection.scalar(statement) or 0) for statement in highest)
+    mark = max(int(connection.scalar(statement) or 0) for statement in highest) + 1
+    unnumbered = (
+        update(changes)
+        .where(changes.c.profile_id == profile_id, changes.c.change_seq.is_(None))
+        .values(change_seq=mark)
+    )
+    return mark if connection.execute(unnumbered).rowcount else mark - 1
 
 
 LOCK_SECONDS = 2

@@ -6,9 +6,10 @@
   opt-out (a row of `audience_opt_outs` made, changed or deleted: a merchant's opt-out,
   a STOP, a START). Set by the database itself (PostgreSQL: the column's default and a
   trigger, from the sequence `customer_change_seq`; SQLite: triggers, the profile's
-  highest number plus one), so writes by plain SQL, by COPY or by any path are seen.
-  Rows written before this migration keep NULL: each destination's first sync after it
-  compares every member anyway (it has no `members_seq` yet).
+  highest number plus one, and a new customer NULL until a sync numbers it), so writes
+  by plain SQL, by COPY or by any path are seen. Rows written before this migration
+  keep NULL: each destination's first sync after it compares every member anyway (it
+  has no `members_seq` yet).
 - `customer_deletions`: a deleted customer (an erasure) leaves its id and number here,
   so that its held rows can be found without scanning them all.
 - `destinations.members_seq`: the number up to which a destination's held rows were
@@ -114,22 +115,28 @@ POSTGRES_DOWN = [
 ]
 
 
+def _sqlite_highest(table: str, profile: str) -> str:
+    # ORDER BY … DESC LIMIT 1 reads one index entry; max(…) under a WHERE read all of
+    # the profile's (measured: an insert 3.5 times slower at 100,000 customers).
+    return (
+        f"coalesce((SELECT change_seq FROM {table} WHERE profile_id = {profile} "
+        "AND change_seq IS NOT NULL ORDER BY change_seq DESC LIMIT 1), 0)"
+    )
+
+
 def _sqlite_next(profile: str) -> str:
     """The profile's next number: one more than its customers' and deletions' highest
     (SQLite writes one transaction at a time, so no two writes draw the same)."""
     return (
-        "(SELECT max(coalesce((SELECT max(change_seq) FROM customers "
-        f"WHERE profile_id = {profile}), 0), coalesce((SELECT max(change_seq) "
-        f"FROM customer_deletions WHERE profile_id = {profile}), 0)) + 1)"
+        f"(max({_sqlite_highest('customers', profile)}, "
+        f"{_sqlite_highest('customer_deletions', profile)}) + 1)"
     )
 
 
+# SQLite: no trigger on INSERT (an UPDATE per new row made an import's inserts several
+# times slower): a new customer keeps NULL until the next sync's mark numbers the
+# profile's unnumbered rows (destinations/members.change_mark).
 SQLITE_UP = [
-    f"""
-    CREATE TRIGGER customers_created AFTER INSERT ON customers BEGIN
-        UPDATE customers SET change_seq = {_sqlite_next("NEW.profile_id")} WHERE id = NEW.id;
-    END
-    """,
     f"""
     CREATE TRIGGER customers_changed AFTER UPDATE OF {", ".join(WATCHED)} ON customers
     WHEN {" OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in WATCHED)} BEGIN
@@ -159,7 +166,6 @@ SQLITE_DOWN = [
     "DROP TRIGGER audience_opt_outs_insert",
     "DROP TRIGGER customers_deleted",
     "DROP TRIGGER customers_changed",
-    "DROP TRIGGER customers_created",
 ]
 
 
