@@ -1,6 +1,7 @@
 """Benchmark: syncing ad-platform destinations against the local Meta server (CONTRACT §11).
 
     PYTHONPATH=src:. .venv/bin/python bench/ad_sync.py [--customers 1000000] [--orders 100000]
+        [--incrementals 1]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile DIR]
 
 Fills a fresh database with customers (generated in SQL), starts the local Meta stand-in
@@ -12,9 +13,10 @@ read from the kernel (/proc VmHWM) and whose CPU time is its own (all its thread
    memory (target: constant memory, at most 300 MiB, at 1,000,000 members);
 2. an incremental sync after 1% of the customers changed their phone by plain SQL (each
    sends its removal by the old row and its addition by the new), as a % of the first's
-   time (target: at most 5%). The database returns only the members whose fingerprint
-   changed, the new ones and those gone (destinations/audience_sync.py): the sync's
-   cost is one pass of SQL over the segment, and Python work for the 1% only;
+   time (target: at most 5%; `--incrementals N` runs N of them, each after another 1%).
+   The segment is `all`: the sync reads only the customers whose change number (kept
+   by the database, migration 0030) is past the destination's, and their held rows
+   (destinations/audience_sync.py): its cost is that of the 1% only;
 3. a Meta conversions destination's first sync of `--orders` closed orders: events/s.
 
 Beside 1 and 3, the ceiling: a plain httpx client in this process that only posts
