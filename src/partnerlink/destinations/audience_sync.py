@@ -17,6 +17,12 @@ every sync; the one rule applied here, the campaign's control group, is fixed by
 basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format)
 compares every member once, and is recorded when that sync completes.
 
+The segment `all` needs less: its members are decided by the customer rows, their
+opt-outs and erasures alone, each of which the database numbers as it is written
+(migration 0030: `customers.change_seq`, `customer_deletions`). A destination keeps the
+number up to which it compared (`members_seq`); its next sync reads only the customers
+numbered since, and their held rows (`_changed_ids`).
+
 Removals pending are always sent before additions, so a changed member's old row goes
 before its new one. Every call's rows are recorded once the platform took them, in a
 transaction that also renews the lease: a sync cut short keeps what it did, and the
