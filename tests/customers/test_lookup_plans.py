@@ -21,9 +21,15 @@ from tests.factories import ConnectedStoreFixture
 
 # The indexes not led by a look-up key: the audience export reads a profile's customers
 # in id order, a chunk at a time (audiences/models.py), and a touch is stored once by its
-# whole content (uq_touches_content, CONTRACT §13: a rule of uniqueness, never a look-up).
+# whole content (uq_touches_content, CONTRACT §13: a rule of uniqueness, never a look-up),
+# and an audience sync reads a profile's customers changed after a number
+# (ix_customers_profile_change, migration 0030).
 # The plan tests below show the look-ups still take the key-led indexes with them present.
-PROFILE_SCAN_INDEXES = {"ix_customers_profile_id_id", "uq_touches_content"}
+PROFILE_SCAN_INDEXES = {
+    "ix_customers_profile_id_id",
+    "uq_touches_content",
+    "ix_customers_profile_change",
+}
 
 
 def test_every_lookup_index_leads_with_the_key(app: FastAPI) -> None:

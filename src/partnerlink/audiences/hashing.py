@@ -70,10 +70,21 @@ def google_phone(e164: str | None) -> str | None:
     return f"+{digits}" if digits else None
 
 
-@lru_cache(maxsize=65_536)
 def _letters_only(text: str) -> str:
+    """The common case first, uncached (last names are mostly each their own, and a
+    cache miss cost more than the work): ASCII letters and digits, which NFC leaves as
+    they are, only lower-cased."""
+    if text.isascii():
+        folded = text.lower()
+        if folded.isalnum():
+            return folded
+    return _letters_only_folded(text)
+
+
+@lru_cache(maxsize=65_536)
+def _letters_only_folded(text: str) -> str:
     folded = unicodedata.normalize("NFC", text).lower()
-    if folded.isascii() and folded.isalnum():  # the common case: nothing to remove
+    if folded.isascii() and folded.isalnum():
         return folded
     return "".join(ch for ch in folded if unicodedata.category(ch)[0] in _KEPT)
 

@@ -37,6 +37,7 @@ PLAN: Final[dict[str, Placement]] = {
     "destinations": "distributed",
     "destination_members": "distributed",
     "destination_conversions": "distributed",
+    "customer_deletions": "distributed",
     # Small, global, or found by a secret before the profile is known.
     "merchants": "reference",
     "profiles": "reference",

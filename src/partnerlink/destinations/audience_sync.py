@@ -17,6 +17,12 @@ every sync; the one rule applied here, the campaign's control group, is fixed by
 basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format)
 compares every member once, and is recorded when that sync completes.
 
+The segment `all` needs less: its members are decided by the customer rows, their
+opt-outs and erasures alone, each of which the database numbers as it is written
+(migration 0030: `customers.change_seq`, `customer_deletions`). A destination keeps the
+number up to which it compared (`members_seq`); its next sync reads only the customers
+numbered since, and their held rows (`_changed_ids`).
+
 Removals pending are always sent before additions, so a changed member's old row goes
 before its new one. Every call's rows are recorded once the platform took them, in a
 transaction that also renews the lease: a sync cut short keeps what it did, and the
@@ -26,23 +32,27 @@ next one sends only the rest (and again the few rows taken but not yet recorded)
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
-from partnerlink.destinations import members, queries
+from partnerlink.destinations import members, queries, standby
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender, Sent
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
+
+log = logging.getLogger("partnerlink.destinations")
 
 # Bump when the rows sent for the same customer columns change (normalization,
 # hashing, a platform's row shape): every destination then compares all its members once.
@@ -56,7 +66,12 @@ CHANGES_CHUNK = 100_000
 # A sync that wrote more than 1/VACUUM_SHARE of the held rows vacuums them (members.py).
 VACUUM_SHARE = 10
 
-Removal = tuple[int, str]
+# A row to remove: customer id, row, and whether the customer is added again by this
+# sync with a new row (a changed member): its held row is then replaced by the addition's
+# record, one UPDATE where a DELETE and an INSERT touched the table's pages twice.
+Removal = tuple[int, str, bool]
+# A row to add: customer id, row, fingerprint, and whether it replaces a held row.
+Addition = tuple[int, str, int | None, bool]
 
 
 def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
@@ -111,13 +126,13 @@ class _Batches:
         self.report = report
         self.caller = caller
         self.recorder = recorder
-        self.adds: list[members.Member] = []
+        self.adds: list[Addition] = []
         self.removes: list[Removal] = []
         self.in_flight: Future[Future[None]] | None = None
         self.recording: deque[Future[None]] = deque()
         self.written = 0  # held rows added, removed or refingerprinted
 
-    def queue(self, adds: list[members.Member], removes: list[Removal]) -> None:
+    def queue(self, adds: list[Addition], removes: list[Removal]) -> None:
         self.written += len(adds) + len(removes)
         self.removes += removes
         self.adds += adds
@@ -160,27 +175,28 @@ class _Batches:
         while len(self.recording) > pending_records:
             self.recording.popleft().result()
 
-    def add(self, part: list[members.Member]) -> Future[None]:
+    def add(self, part: list[Addition]) -> Future[None]:
         """On the caller's thread: one request; its record goes to the recorder."""
-        sent = self.sender.add([row for _, row, _ in part])
+        sent = self.sender.add([row for _, row, _, _ in part])
         return self.recorder.submit(self.record_added, part, sent)
 
     def remove(self, part: list[Removal]) -> Future[None]:
-        sent = self.sender.remove([row for _, row in part])
+        sent = self.sender.remove([row for _, row, _ in part])
         return self.recorder.submit(self.record_removed, part, sent)
 
-    def record_added(self, part: list[members.Member], sent: Sent) -> None:
+    def record_added(self, part: list[Addition], sent: Sent) -> None:
         with self.sessions.begin() as session:
             connection = session.connection()
             members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            members.remember_members(connection, destination_id, self.destination.profile_id, part)
+            rows = [(customer_id, row, fingerprint) for customer_id, row, fingerprint, _ in part]
+            members.remember_members(connection, destination_id, self.destination.profile_id, rows)
             queries.add_to_counters(
                 connection,
                 destination_id,
                 sent_added=sent.taken - sent.rejected,
                 sent_rejected=sent.rejected,
-                members=len(part),
+                members=sum(1 for *_, replaces in part if not replaces),
             )
             self.lease.renew(session)
         self.report.add(sent.report)
@@ -190,9 +206,10 @@ class _Batches:
             connection = session.connection()
             members.record_without_waiting_for_disk(connection)
             destination_id = self.destination.id
-            members.forget_members(connection, destination_id, [c for c, _ in part])
+            gone = [customer_id for customer_id, _, replaced in part if not replaced]
+            members.forget_members(connection, destination_id, gone)
             queries.add_to_counters(
-                connection, destination_id, sent_removed=len(part), members=-len(part)
+                connection, destination_id, sent_removed=len(part), members=-len(gone)
             )
             self.lease.renew(session)
         self.report.add(sent.report)
@@ -202,6 +219,54 @@ class _Batches:
             members.record_without_waiting_for_disk(session.connection())
             members.refingerprint_members(session.connection(), self.destination.id, rows)
             self.lease.renew(session)
+
+
+def _change_mark(sessions: sessionmaker[Session], profile_id: str) -> int | None:
+    """members.change_mark on the primary; None when the customers' writes under way
+    did not finish within its wait (a long import): this sync then goes without."""
+    try:
+        with sessions.begin() as session:
+            return members.change_mark(session.connection(), profile_id)
+    except OperationalError as error:
+        log.info("audience sync: no change mark (%s); comparing every member", type(error).__name__)
+        return None
+
+
+def _changed_ids(
+    sessions: sessionmaker[Session],
+    destination: Destination,
+    plan: ExportPlan,
+    basis: str,
+    mark: int | None,
+) -> list[int] | None:
+    """The customers to compare, when only the changed ones need be: the segment is
+    decided by the customer rows alone (`all`: its predicate reads the customer, its
+    opt-out and the suppression list, which only an erasure, deleting the customers,
+    grows), no test store's orders take part, the basis stays, and the number of
+    changes is small beside the held members. None otherwise: every member is read."""
+    since = destination.members_seq
+    if (
+        mark is None
+        or since is None
+        or destination.members_basis != basis
+        or plan.segment not in CUSTOMER_ONLY_SEGMENTS
+        or plan.scope.has_test_stores
+    ):
+        return None
+    with sessions() as session:
+        ids = members.changed_customers(session.connection(), destination.profile_id, since, mark)
+    if len(ids) > max(CHANGES_CHUNK, destination.members // CHANGED_SHARE):
+        return None
+    return ids
+
+
+# Segments whose members only the customer rows, their opt-outs and erasures decide; the
+# others depend on orders and on time too, and compare every member's fingerprint.
+CUSTOMER_ONLY_SEGMENTS = frozenset({"all"})
+# Above 1/CHANGED_SHARE of the held members changed, reading every range costs less.
+CHANGED_SHARE = 5
+# Changed customers a read covers: two reads at a time, on two of the database's processes.
+IDS_CHUNK = 2_500
 
 
 def sync_audience(
@@ -215,10 +280,17 @@ def sync_audience(
     reads: sessionmaker[Session] | None = None,
 ) -> Report:
     """`reads` (the read replica once caught up, standby.py) reads the segment, the
-    campaign and the held rows to compare; every record goes to `sessions`, the primary."""
-    reads = reads or sessions
+    campaign and the held rows to compare; every record goes to `sessions`, the primary.
+
+    The change mark is taken first, on the primary: every change up to it is then
+    compared by this sync, whichever way it reads (a replica is asked again to have
+    replayed up to the mark). What changes after it is compared by the next sync."""
     report = Report()
     assert destination.segment is not None
+    mark = _change_mark(sessions, destination.profile_id)
+    if reads is not None and reads is not sessions:
+        reads = standby.reads_for(sessions, reads, destination.id)
+    reads = reads or sessions
     with reads() as session:
         plan = plan_export(
             session,
@@ -229,6 +301,7 @@ def sync_audience(
         )
         excluded, basis = _campaign(session, destination)
     compare_all = destination.members_basis != basis
+    ids = _changed_ids(reads, destination, plan, basis, mark)
     # The recorder outlives the caller: a request answered as the sync stops still has
     # its record written.
     with (
@@ -236,10 +309,16 @@ def sync_audience(
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
     ):
         batches = _Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
-        _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all)
-    if compare_all:
-        with sessions.begin() as session:
-            members.set_members_basis(session.connection(), destination.id, basis)
+        _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all, ids)
+    with sessions.begin() as session:
+        connection = session.connection()
+        members.set_members_basis(connection, destination.id, basis, mark)
+        members.forget_deletions(connection, destination.profile_id)
+    # The count of held rows is kept with every record, in the same transaction; a sync
+    # that compared every member again under a new basis counts them anew (engine.py),
+    # in case rows held from before the counts were kept so; others trust it (a count
+    # of a million rows just written, not yet vacuumed, took seconds).
+    report.recount = compare_all and destination.members_basis is not None
     if batches.written > destination.members // VACUUM_SHARE:
         with sessions() as session:
             engine = session.get_bind()
@@ -256,35 +335,48 @@ def _send_chunks(
     excluded: Callable[[int], bool],
     batches: _Batches,
     compare_all: bool,
+    ids: list[int] | None,
 ) -> None:
     """Reads ranges of customers on threads of their own while this one compares the
     ranges read (a read's time is the database's). Comparing every member, one range is
     read ahead; otherwise the reads return little, and two go at once, on two of the
-    database's processes."""
+    database's processes. With `ids`, the ranges hold only those customers."""
     size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
 
-    def range_end(after: int) -> int | None:
-        with read_sessions() as session:
-            return audience_queries.chunk_end(
-                session.connection(), plan.scope.profile_id, after, size
-            )
+    def ranges() -> Iterator[tuple[int, int | None, list[int] | None]]:
+        if ids is not None:
+            for start in range(0, len(ids), IDS_CHUNK):
+                part = ids[start : start + IDS_CHUNK]
+                yield part[0] - 1, part[-1], part
+            return
+        after: int | None = 0
+        while after is not None:
+            with read_sessions() as session:
+                until = audience_queries.chunk_end(
+                    session.connection(), plan.scope.profile_id, after, size
+                )
+            yield after, until, None
+            after = until
 
-    def read(after: int, until: int | None) -> list[Any]:
+    def read(after: int, until: int | None, part: list[int] | None) -> list[Any]:
         with read_sessions() as session:
             connection = session.connection()
             members.prepare(connection, plan.scope.digest_key)
             return members.member_changes(
-                connection, plan, destination.id, after, until, compare_all=compare_all
+                connection, plan, destination.id, after, until, compare_all=compare_all, ids=part
             )
 
     reads: deque[Future[list[Any]]] = deque()
-    after: int | None = 0
+    pending = ranges()
+    more = True
     with ThreadPoolExecutor(max_workers=readers, thread_name_prefix="audience-read") as reader:
         while True:
-            while after is not None and len(reads) <= readers:
-                until = range_end(after)
-                reads.append(reader.submit(read, after, until))
-                after = until
+            while more and len(reads) <= readers:
+                following = next(pending, None)
+                if following is None:
+                    more = False
+                    break
+                reads.append(reader.submit(read, *following))
             if not reads:
                 break
             rows = reads.popleft().result()
@@ -302,10 +394,10 @@ _ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
 
 def _compare(
     rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
-) -> tuple[list[members.Member], list[Removal], list[tuple[int, int]]]:
+) -> tuple[list[Addition], list[Removal], list[tuple[int, int]]]:
     """What the pairs of member and held row call for: rows to add, rows to remove, and
     fingerprints to record for members whose row stayed the same."""
-    adds: list[members.Member] = []
+    adds: list[Addition] = []
     removes: list[Removal] = []
     refingerprints: list[tuple[int, int]] = []
     make_row = sender.row
@@ -314,7 +406,7 @@ def _compare(
         held_row = pair[_HELD_ROW]
         if customer_id is None or excluded(customer_id):
             if held_row is not None:
-                removes.append((pair[_HELD_ID], held_row))
+                removes.append((pair[_HELD_ID], held_row, False))
             continue
         row = make_row(pair[1:_FINGERPRINT])
         fingerprint = pair[_FINGERPRINT]
@@ -322,7 +414,8 @@ def _compare(
             if pair[_HELD_FINGERPRINT] != fingerprint:
                 refingerprints.append((customer_id, fingerprint))
             continue
-        if held_row is not None:
-            removes.append((customer_id, held_row))
-        adds.append((customer_id, row, fingerprint))
+        replaces = held_row is not None
+        if replaces:
+            removes.append((customer_id, held_row, True))
+        adds.append((customer_id, row, fingerprint, replaces))
     return adds, removes, refingerprints

@@ -157,7 +157,7 @@ def sync_destination(
         "attempts": 0,
         "next_attempt_at": now + timedelta(seconds=settings.ad_sync_seconds),
     }
-    if destination.kind == "audience":  # on the primary: it counts this sync's records
+    if destination.kind == "audience" and report.recount:  # on the primary: with its records
         with sessions() as session:
             values["members"] = members.count_members(session.connection(), destination.id)
     answer = report.as_json()

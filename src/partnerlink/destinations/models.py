@@ -64,6 +64,10 @@ class Destination(Base):
     # What the held members were last fully compared under (audience_sync.basis): while
     # it stays the same, a sync reads only the members whose fingerprint changed.
     members_basis: Mapped[str | None] = mapped_column(String(64))
+    # The customers' change number up to which the held members were compared (migration
+    # 0030): a sync of a segment that only the customer rows decide reads the customers
+    # changed after it.
+    members_seq: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -80,8 +84,9 @@ class DestinationMember(Base):
     """
 
     __tablename__ = "destination_members"
-    # An incremental sync reads each held member's id and fingerprint from this index
-    # alone (PostgreSQL's index-only scan, once vacuumed), not from the heap of rows sent.
+    # SQLite: an incremental sync by ranges reads each held member's id and fingerprint
+    # from this index alone. PostgreSQL drops it (migration 0030), so that a changed
+    # member's record is a heap-only update, with no index entry to write.
     __table_args__ = (
         Index("ix_destination_members_fingerprint", "destination_id", "customer_id", "fingerprint"),
     )
@@ -106,3 +111,16 @@ class DestinationConversion(Base):
     order_row_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     profile_id: Mapped[str] = mapped_column(String(36))
     sent_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class CustomerDeletion(Base):
+    """A deleted customer (an erasure), left by a database trigger (migration 0030) with
+    the change number of its deletion, so that an audience sync finds its held rows
+    among the changes rather than by scanning them all. No foreign key: a profile's
+    deletion cascades to its customers, whose rows land here while the profile goes."""
+
+    __tablename__ = "customer_deletions"
+
+    profile_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    change_seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    customer_id: Mapped[int] = mapped_column(BigInteger)

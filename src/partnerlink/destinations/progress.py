@@ -45,6 +45,9 @@ class Report:
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
+        # Whether the held members should be counted again after the sync (an audience
+        # sync that read only the changes leaves the count its records kept).
+        self.recount = True
 
     def add(self, answer: dict[str, Any]) -> None:
         for key, value in answer.items():
