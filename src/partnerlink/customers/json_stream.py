@@ -119,6 +119,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # event parser's limits decide it.
 MAX_PLAIN_ELEMENT_CHARS = 32 * 1024
 _PLAIN_VALUES = (str, int, bool, type(None))
+_PLAIN_TYPES = frozenset(_PLAIN_VALUES)
+_LOADS = json.JSONDecoder(parse_constant=_refuse_constant).decode
 
 
 def _plain_elements(
@@ -130,6 +132,7 @@ def _plain_elements(
     text = ""
     position = 0
     ended = False
+    whole_run = True  # a run of elements may be tried (once a read)
     expect_element = True  # after "[" or ","; else after an element: "," or "]"
     first = True
     skip_blanks = _BLANKS.match
@@ -137,7 +140,8 @@ def _plain_elements(
     plain = _PLAIN_VALUES
 
     def read_more() -> None:
-        nonlocal text, position, ended
+        nonlocal text, position, ended, whole_run
+        whole_run = True
         chunk = stream.read(READ_BUFFER_BYTES)
         if keep_alive is not None:
             keep_alive()
@@ -173,6 +177,20 @@ def _plain_elements(
             break
         if char != "{":
             raise _NotPlain("not an object")
+        if whole_run:
+            # Every element up to the last "}" read, in one call: if they decode as an
+            # array, the cut is an element's end (a cut inside a string or a nested value
+            # leaves the text unbalanced), and they are the file's next elements.
+            whole_run = False
+            cut = text.rfind("}", position) + 1
+            try:
+                run = _LOADS("[" + text[position:cut] + "]")
+            except (ValueError, RecursionError):
+                run = None  # one element at a time, until the next read
+            if run:
+                yield from _plain_run(run, text, position, cut)
+                position, expect_element, first = cut, False, False
+                continue
         try:
             record, end = _DECODE(text, position)
         except (ValueError, RecursionError):
@@ -202,6 +220,32 @@ def _plain_elements(
         if ended:
             return
         read_more()
+
+
+def _plain_run(run: list[Any], text: str, start: int, end: int) -> list[dict[str, Any]]:
+    """The decoded elements text[start:end] as records, or _NotPlain."""
+    fields = RECORD_FIELDS
+    plain = _PLAIN_TYPES
+    escaped = "\\u" in text[start:end]
+    keys = longest = 0
+    records = []
+    for record in run:
+        if type(record) is not dict:
+            raise _NotPlain("not an object")
+        if not plain.issuperset(map(type, record.values())):
+            raise _NotPlain("nested or fractional value")
+        keys += len(record)
+        longest = max(longest, len(record))
+        if not fields.issuperset(record):
+            record = {key: value for key, value in record.items() if key in fields}
+        if escaped and any(type(v) is str and _SURROGATE.search(v) for v in record.values()):
+            raise _NotPlain("lone surrogate")
+        records.append(record)
+    # Every key is followed by a colon: the colons beyond the distinct keys bound how many
+    # repeated keys any element holds (the event parser counts them).
+    if longest + text.count(":", start, end) - keys > MAX_RECORD_ITEMS:
+        raise _NotPlain("many keys")
+    return records
 
 
 def _parsed_elements(
