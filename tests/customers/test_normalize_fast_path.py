@@ -45,9 +45,7 @@ VALUES: dict[str, list[Any]] = {
 def test_every_edge_value_gives_the_same_answer() -> None:
     rng = random.Random(3)
     for _ in range(20_000):
-        record = {
-            name: rng.choice(values) for name, values in VALUES.items() if rng.random() < 0.8
-        }
+        record = {name: rng.choice(values) for name, values in VALUES.items() if rng.random() < 0.8}
         for region in ("US", None):
             plain = _plain_record(record, region)
             slow = _normalized_record(record, region)

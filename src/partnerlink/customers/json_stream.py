@@ -135,7 +135,6 @@ def _plain_elements(
     whole_run = True  # a run of elements may be tried (once a read)
     expect_element = True  # after "[" or ","; else after an element: "," or "]"
     first = True
-    skip_blanks = _BLANKS.match
     fields = RECORD_FIELDS
     plain = _PLAIN_VALUES
 
@@ -154,12 +153,12 @@ def _plain_elements(
         ended = not chunk
 
     read_more()
-    position = skip_blanks(text).end()
+    position = _blanks_end(text, 0)
     if text[position : position + 1] != "[":
         raise _NotPlain("no array")
     position += 1
     while True:
-        position = skip_blanks(text, position).end()
+        position = _blanks_end(text, position)
         if position >= len(text):
             if ended:
                 raise _NotPlain("truncated")
@@ -214,12 +213,17 @@ def _plain_elements(
     # After the array's "]": blanks only, to the end of the file.
     position += 1
     while True:
-        position = skip_blanks(text, position).end()
+        position = _blanks_end(text, position)
         if position < len(text):
             raise _NotPlain("content after the array")
         if ended:
             return
         read_more()
+
+
+def _blanks_end(text: str, position: int) -> int:
+    match = _BLANKS.match(text, position)
+    return position if match is None else match.end()
 
 
 def _plain_run(run: list[Any], text: str, start: int, end: int) -> list[dict[str, Any]]:

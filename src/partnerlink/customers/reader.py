@@ -17,7 +17,6 @@ from typing import Any, BinaryIO
 
 from partnerlink.customers.json_stream import UploadFileInvalid, elements
 from partnerlink.customers.merge import NormalizedRecord
-from partnerlink.kit.countries import country_codes
 from partnerlink.customers.normalize import (
     FIELD_LIMITS,
     MAX_POSTAL_CODE_LENGTH,
@@ -29,6 +28,7 @@ from partnerlink.customers.normalize import (
     normalize_text,
     record_refusals,
 )
+from partnerlink.kit.countries import country_codes
 
 __all__ = [
     "ParsedBatch",
@@ -76,9 +76,12 @@ def _plain_record(item: dict[str, Any], default_region: str | None) -> Normalize
     same answer as _normalized_record (tests compare both)."""
     limits = FIELD_LIMITS
     for name, raw in item.items():
-        if raw is not None and (limit := limits.get(name)) is not None:
-            if type(raw) is not str or len(raw) > limit or not raw.isprintable():
-                return None
+        if (
+            raw is not None
+            and (limit := limits.get(name)) is not None
+            and (type(raw) is not str or len(raw) > limit or not raw.isprintable())
+        ):
+            return None
     country = item.get("countryCode")
     if country is not None:
         country = country.strip().upper()
@@ -100,11 +103,11 @@ def _plain_record(item: dict[str, Any], default_region: str | None) -> Normalize
     return (
         email,
         phone,
-        first and first.strip() or None,
-        last and last.strip() or None,
-        city and city.strip() or None,
+        (first and first.strip()) or None,
+        (last and last.strip()) or None,
+        (city and city.strip()) or None,
         country,
-        postal and postal.strip() or None,
+        (postal and postal.strip()) or None,
     )
 
 
