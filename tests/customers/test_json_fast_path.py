@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from partnerlink.customers import json_stream
+from partnerlink.customers.json_plain import NotPlain, plain_elements
 from partnerlink.customers.json_stream import (
+    MAX_RECORD_ITEMS,
+    RECORD_FIELDS,
     UploadFileInvalid,
     _expect_array,
     _parsed_elements,
-    _plain_elements,
     elements,
 )
 
@@ -51,8 +53,16 @@ def _plain_path_takes(body: bytes) -> bool:
     stream = io.BytesIO(body)
     _expect_array(stream)
     try:
-        list(_plain_elements(stream, None))
-    except json_stream._NotPlain:
+        list(
+            plain_elements(
+                stream,
+                None,
+                read_size=json_stream.READ_BUFFER_BYTES,
+                fields=RECORD_FIELDS,
+                max_items=MAX_RECORD_ITEMS,
+            )
+        )
+    except NotPlain:
         return False
     return True
 

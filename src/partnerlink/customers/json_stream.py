@@ -19,26 +19,23 @@ bytes Python will not decode; such escapes are rewritten to "\\u0000" before par
 so that the value holding one is refused like any other unstorable text.
 
 Files as exporters write them (flat objects of text, whole numbers, booleans and
-nulls) take a fast path: each element is decoded whole by the standard library's
-C decoder, about a fifth of the cost of handling the parser's events one by one.
-At the first element it is not sure of (not an object, a nested or fractional
-value, a surrogate escape, anything the decoder refuses, a large element, the
-end of the array but for blanks) it hands over to the event parser above, which
-reads the file again from its start, skips the elements already given (the
-fast path gives exactly what it would have) and decides: the same records, the
-same faults, the same reasons.
+nulls) take a fast path (json_plain.py: the standard library's C decoder, about
+half the cost). At the first element it is not sure of, it hands over to the
+event parser, which reads the file again from its start, skips the elements
+already given (the fast path gives exactly what it would have) and decides: the
+same records, the same faults, the same reasons.
 """
 
 from __future__ import annotations
 
-import codecs
-import json
 import re
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any, BinaryIO
 
 import ijson
+
+from partnerlink.customers.json_plain import NotPlain, plain_elements
 
 MAX_NESTING_DEPTH = 32  # the file's own array is level 1, a record level 2
 MAX_RECORD_ITEMS = 10_000
@@ -89,167 +86,23 @@ def elements(
     start = stream.tell()
     given = 0
     try:
-        for record in _plain_elements(stream, keep_alive):
+        for record in plain_elements(
+            stream,
+            keep_alive,
+            read_size=READ_BUFFER_BYTES,
+            fields=RECORD_FIELDS,
+            max_items=MAX_RECORD_ITEMS,
+        ):
             yield record
             given += 1
         return
-    except _NotPlain:
+    except NotPlain:
         pass
     stream.seek(start)
     parsed = _parsed_elements(stream, keep_alive)
     for _ in islice(parsed, given):  # already given by the fast path, identical
         pass
     yield from parsed
-
-
-class _NotPlain(Exception):
-    """The fast path met something it leaves to the event parser."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotPlain(name)  # NaN, Infinity: not JSON
-
-
-_DECODE = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode
-_BLANKS = re.compile(r"[ \t\r\n]*")
-# A lone surrogate escape leaves a surrogate in the decoded text (a pair becomes one
-# character): the event parser's rewriting of it decides.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# An element this long may hold more keys than MAX_RECORD_ITEMS, or a long value: the
-# event parser's limits decide it.
-MAX_PLAIN_ELEMENT_CHARS = 32 * 1024
-_PLAIN_VALUES = (str, int, bool, type(None))
-_PLAIN_TYPES = frozenset(_PLAIN_VALUES)
-_LOADS = json.JSONDecoder(parse_constant=_refuse_constant).decode
-
-
-def _plain_elements(
-    stream: BinaryIO, keep_alive: Callable[[], None] | None
-) -> Iterator[dict[str, Any]]:
-    """The fast path: the elements of a file of plain records, decoded whole; raises
-    _NotPlain where the event parser must decide. The stream is past the BOM."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    text = ""
-    position = 0
-    ended = False
-    whole_run = True  # a run of elements may be tried (once a read)
-    expect_element = True  # after "[" or ","; else after an element: "," or "]"
-    first = True
-    fields = RECORD_FIELDS
-    plain = _PLAIN_VALUES
-
-    def read_more() -> None:
-        nonlocal text, position, ended, whole_run
-        whole_run = True
-        chunk = stream.read(READ_BUFFER_BYTES)
-        if keep_alive is not None:
-            keep_alive()
-        try:
-            more = decoder.decode(chunk, final=not chunk)
-        except UnicodeDecodeError:
-            raise _NotPlain("not UTF-8") from None
-        text = text[position:] + more
-        position = 0
-        ended = not chunk
-
-    read_more()
-    position = _blanks_end(text, 0)
-    if text[position : position + 1] != "[":
-        raise _NotPlain("no array")
-    position += 1
-    while True:
-        position = _blanks_end(text, position)
-        if position >= len(text):
-            if ended:
-                raise _NotPlain("truncated")
-            read_more()
-            continue
-        char = text[position]
-        if not expect_element:
-            if char == ",":
-                expect_element, position = True, position + 1
-                continue
-            if char == "]":
-                break
-            raise _NotPlain("separator")
-        if char == "]" and first:
-            break
-        if char != "{":
-            raise _NotPlain("not an object")
-        if whole_run:
-            # Every element up to the last "}" read, in one call: if they decode as an
-            # array, the cut is an element's end (a cut inside a string or a nested value
-            # leaves the text unbalanced), and they are the file's next elements.
-            whole_run = False
-            cut = text.rfind("}", position) + 1
-            try:
-                run = _LOADS("[" + text[position:cut] + "]")
-            except (ValueError, RecursionError):
-                run = None  # one element at a time, until the next read
-            if run:
-                yield from _plain_run(run, text, position, cut)
-                position, expect_element, first = cut, False, False
-                continue
-        try:
-            record, end = _DECODE(text, position)
-        except (ValueError, RecursionError):
-            if ended or len(text) - position > MAX_PLAIN_ELEMENT_CHARS:
-                raise _NotPlain("not decodable") from None
-            read_more()  # the element may go on in the next chunk
-            continue
-        if end - position > MAX_PLAIN_ELEMENT_CHARS:
-            raise _NotPlain("large element")
-        escaped = "\\u" in text[position:end]
-        kept = {}
-        for key, value in record.items():
-            if type(value) not in plain:
-                raise _NotPlain("nested or fractional value")
-            if key in fields:
-                if escaped and type(value) is str and _SURROGATE.search(value):
-                    raise _NotPlain("lone surrogate")
-                kept[key] = value
-        position, expect_element, first = end, False, False
-        yield kept
-    # After the array's "]": blanks only, to the end of the file.
-    position += 1
-    while True:
-        position = _blanks_end(text, position)
-        if position < len(text):
-            raise _NotPlain("content after the array")
-        if ended:
-            return
-        read_more()
-
-
-def _blanks_end(text: str, position: int) -> int:
-    match = _BLANKS.match(text, position)
-    return position if match is None else match.end()
-
-
-def _plain_run(run: list[Any], text: str, start: int, end: int) -> list[dict[str, Any]]:
-    """The decoded elements text[start:end] as records, or _NotPlain."""
-    fields = RECORD_FIELDS
-    plain = _PLAIN_TYPES
-    escaped = "\\u" in text[start:end]
-    keys = longest = 0
-    records = []
-    for record in run:
-        if type(record) is not dict:
-            raise _NotPlain("not an object")
-        if not plain.issuperset(map(type, record.values())):
-            raise _NotPlain("nested or fractional value")
-        keys += len(record)
-        longest = max(longest, len(record))
-        if not fields.issuperset(record):
-            record = {key: value for key, value in record.items() if key in fields}
-        if escaped and any(type(v) is str and _SURROGATE.search(v) for v in record.values()):
-            raise _NotPlain("lone surrogate")
-        records.append(record)
-    # Every key is followed by a colon: the colons beyond the distinct keys bound how many
-    # repeated keys any element holds (the event parser counts them).
-    if longest + text.count(":", start, end) - keys > MAX_RECORD_ITEMS:
-        raise _NotPlain("many keys")
-    return records
 
 
 def _parsed_elements(
