@@ -156,7 +156,19 @@ def plan_batch(records: Sequence[NormalizedRecord], stored: Iterable[StoredRow])
     touched: dict[Entity, None] = {}
     plan = BatchPlan()
     repeated = 0
+    by_email, phone_only, with_email_by_phone = (
+        workspace.by_email,
+        workspace.phone_only,
+        workspace.with_email_by_phone,
+    )
     for record in records:
+        email, phone = record[EMAIL], record[PHONE]
+        if (email is None or email not in by_email) and (
+            phone is None or (phone not in phone_only and phone not in with_email_by_phone)
+        ):
+            # No index holds the record's email or phone: whatever the rule looks up misses.
+            touched[create(record)] = None
+            continue
         entity = match(record)
         if entity is None:
             entity = create(record)
