@@ -146,7 +146,8 @@ def _body_text(post: OrderPost) -> str:
             return post.body.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    return post.order.model_dump_json(exclude_unset=True)
+    # (Timestamps warn that they serialize from a plain validator: they read back the same.)
+    return post.order.model_dump_json(exclude_unset=True, warnings=False)
 
 
 def apply_journal(sql: Sql, *, settings: Settings, wait: bool, up_to: int = _NO_LIMIT) -> int:
@@ -156,8 +157,11 @@ def apply_journal(sql: Sql, *, settings: Settings, wait: bool, up_to: int = _NO_
 
     With `wait` False, answers 0 at once while another applier is at work (PostgreSQL).
     """
-    if sql.postgres and not sql.row(_LOCK_WAIT if wait else _LOCK_TRY, {"key": _APPLY_LOCK})[0]:
-        return 0
+    if sql.postgres:
+        if wait:
+            sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
+        elif not sql.row(_LOCK_TRY, {"key": _APPLY_LOCK})[0]:
+            return 0
     entries = sql.all_rows(_OLDEST_WAITING, {"up_to": up_to, "limit": APPLY_BATCH})
     if entries:
         _apply(sql, entries, settings=settings)
