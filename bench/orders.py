@@ -13,6 +13,13 @@ anonymous orders, re-sends that update (OPEN → CLOSED), store snapshots, and
 receipts on (every CLOSED order with a phone queues an SMS that the in-process
 worker sends through the outbox). Prints orders/second and p50/p99 latency.
 
+Under load the server journals orders and answers (orders/journal.py); the worker, here
+`partnerlink worker` in a process of its own as at scale (`--worker-in-server` for a
+single box's default), applies them in batches. The benchmark then also prints the
+journal's backlog when the load stops, how fast it was applied, and the sustained rate
+(every order of the window stored). `PARTNERLINK_ORDERS_JOURNAL_AT=0` in the environment
+stores every order before answering, as before the journal.
+
 Beside them, the ceiling: the same server stack (uvicorn with the same workers
 and settings) serving a no-op FastAPI POST endpoint that parses the same bodies
 into the same pydantic model, measured in the same run with the same load
@@ -360,9 +367,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy")
     parser.add_argument(
-        "--worker-process",
+        "--worker-in-server",
         action="store_true",
-        help="run the background worker as `partnerlink worker` beside the server, not in it",
+        help="the background worker inside the server (one box's default), not as"
+        " `partnerlink worker` beside it (the default here, as at scale)",
     )
     args = parser.parse_args()
 
@@ -377,13 +385,13 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             env = server_env(database_url, base, workdir)
             log = (workdir / "server.log").open("wb")
-            if args.worker_process:  # the worker in a process of its own, as at scale
+            if not args.worker_in_server:  # the worker in a process of its own, as at scale
                 env = {**env, "PARTNERLINK_RUN_WORKER": "false"}
             server = start_server(env, port, args.workers, log)
             worker: subprocess.Popen[bytes] | None = None
             try:
                 wait_healthy(base, server)
-                if args.worker_process:  # started once the server has migrated the database
+                if not args.worker_in_server:  # started once the server has migrated the database
                     worker = subprocess.Popen(
                         [sys.executable, "-m", "partnerlink", "worker"],
                         env=env,
