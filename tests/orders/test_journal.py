@@ -223,3 +223,23 @@ def test_the_command_line_sees_journaled_orders(
         count = cli_session.execute(text("SELECT count(*) FROM orders")).scalar_one()
     assert count == 1
     assert journal(session) == []
+
+
+def test_a_keyed_batch_is_applied_after_the_orders_journaled_before_it(
+    journal_client: TestClient, session: Session, shop: ConnectedStoreFixture
+) -> None:
+    """An Idempotency-Key batch is stored in its own transaction, never through the
+    journal: the orders journaled before it are applied first, so its version wins."""
+    first = order_body("J-14", orderPrice="1000", updatedAt="2024-05-01T12:41:00Z")
+    assert post(journal_client, shop.auth, first).status_code == 200
+    assert len(journal(session)) == 1
+    later = order_body("J-14", orderPrice="1500", updatedAt="2024-05-01T12:41:00Z")
+    answer = journal_client.post(
+        "/v1/orders/batch",
+        headers={**shop.auth, "Idempotency-Key": "journal-1"},
+        json={"orders": [later]},
+    )
+    assert answer.status_code == 200, answer.text
+    assert journal(session) == []
+    [stored] = orders(session)
+    assert stored.order_price == 1500
