@@ -67,11 +67,12 @@ _OLDEST_WAITING = Statement(
     "SELECT id, connection_id, body FROM order_journal"
     " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
 )
+# The rows travel as one JSON array: psycopg's text arrays escape every element through
+# a regular expression in Python, which cost more CPU than the rest of accepting the
+# order (measured: ~200 us an order for bodies of ~1 kB; bench/orders_journal.py).
 _APPEND_POSTGRES = Statement(
     "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
-    " SELECT p, s, c, b, :now FROM unnest(CAST(:profiles AS varchar[]),"
-    " CAST(:stores AS varchar[]), CAST(:connections AS varchar[]), CAST(:bodies AS text[]))"
-    " AS j(p, s, c, b)"
+    " SELECT r->>0, r->>1, r->>2, r->>3, :now FROM json_array_elements(CAST(:rows AS json)) r"
 )
 _APPEND_SQLITE = Statement(
     "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
@@ -111,16 +112,11 @@ def journal_orders(sql: Sql, posts: Sequence[OrderPost]) -> list[Outcome]:
         return outcomes
     now = sql.time(utcnow())
     if sql.postgres:
-        sql.run(
-            _APPEND_POSTGRES,
-            {
-                "now": now,
-                "profiles": [caller.profile_id for caller, _ in accepted],
-                "stores": [caller.store_id for caller, _ in accepted],
-                "connections": [caller.connection_id for caller, _ in accepted],
-                "bodies": [body for _, body in accepted],
-            },
-        )
+        rows = [
+            [caller.profile_id, caller.store_id, caller.connection_id, body]
+            for caller, body in accepted
+        ]
+        sql.run(_APPEND_POSTGRES, {"now": now, "rows": json.dumps(rows)})
     else:
         sql.run_many(
             _APPEND_SQLITE,
