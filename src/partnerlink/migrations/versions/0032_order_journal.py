@@ -9,14 +9,14 @@ On PostgreSQL the key is (id, profile_id) and the store key (store_id, profile_i
 every distributed table's since 0025; on SQLite `id` is the rowid.
 
 Revision ID: 0032
-Revises: 0029
+Revises: 0030
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0032"
-down_revision = "0029"
+down_revision = "0030"
 branch_labels = None
 depends_on = None
 
