@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +54,26 @@ def analyze(database_url: str) -> None:
     with engine.connect() as conn:
         conn.execute(text("ANALYZE"))
     engine.dispose()
+
+
+def journal_drained(database_url: str, timeout: float = 600.0) -> tuple[int, float]:
+    """Waits until the orders' journal (orders/journal.py) is empty: the orders it held
+    when called, and the seconds the server took to apply them."""
+    url = Settings(database_url=database_url).database_url
+    engine = create_engine(url)
+    count = "SELECT count(*) FROM order_journal WHERE failed_at IS NULL"
+    started = time.monotonic()
+    try:
+        with engine.connect() as conn:
+            held = waiting = int(conn.execute(text(count)).scalar_one())
+            conn.rollback()
+            while waiting and time.monotonic() - started < timeout:
+                time.sleep(0.05)
+                waiting = int(conn.execute(text(count)).scalar_one())
+                conn.rollback()
+    finally:
+        engine.dispose()
+    return held, time.monotonic() - started
 
 
 @contextmanager

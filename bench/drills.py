@@ -51,6 +51,8 @@ import httpx
 import redis
 from sqlalchemy import create_engine, text
 
+from benchdb import journal_drained  # bench/benchdb.py
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the local Twilio
 
 from tests.receipts.fake_twilio import ACCOUNT_SID, AUTH_TOKEN, FROM, start_fake_twilio
@@ -345,6 +347,9 @@ def pg_kill(database_url: str, workdir: Path, seconds: float, rng: random.Random
             kills.append(time.monotonic())
         for thread in threads:
             thread.join()
+        # Orders acknowledged into the journal (orders/journal.py) are stored once the
+        # server's worker has applied them.
+        journal_drained(database_url, timeout=120)
         engine = create_engine(_sqlalchemy_url(database_url))
         with engine.connect() as conn:
             stored = {row[0] for row in conn.execute(text("SELECT order_id FROM orders"))}

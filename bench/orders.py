@@ -13,6 +13,13 @@ anonymous orders, re-sends that update (OPEN → CLOSED), store snapshots, and
 receipts on (every CLOSED order with a phone queues an SMS that the in-process
 worker sends through the outbox). Prints orders/second and p50/p99 latency.
 
+Under load the server journals orders and answers (orders/journal.py); the worker, here
+`partnerlink worker` in a process of its own as at scale (`--worker-in-server` for a
+single box's default), applies them in batches. The benchmark then also prints the
+journal's backlog when the load stops, how fast it was applied, and the sustained rate
+(every order of the window stored). `PARTNERLINK_ORDERS_JOURNAL_AT=0` in the environment
+stores every order before answering, as before the journal.
+
 Beside them, the ceiling: the same server stack (uvicorn with the same workers
 and settings) serving a no-op FastAPI POST endpoint that parses the same bodies
 into the same pydantic model, measured in the same run with the same load
@@ -37,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from benchdb import analyze, fresh_database  # bench/benchdb.py
+from benchdb import analyze, fresh_database, journal_drained  # bench/benchdb.py
 from loadgen import Run, drive, server_pids  # bench/loadgen.py
 
 # At module level: FastAPI resolves the endpoint's (string) annotations in these globals.
@@ -359,6 +366,12 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=60_000, help="distinct requests generated")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy")
+    parser.add_argument(
+        "--worker-in-server",
+        action="store_true",
+        help="the background worker inside the server (one box's default), not as"
+        " `partnerlink worker` beside it (the default here, as at scale)",
+    )
     args = parser.parse_args()
 
     bodies = workload(args.orders)
@@ -372,23 +385,39 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             env = server_env(database_url, base, workdir)
             log = (workdir / "server.log").open("wb")
+            if not args.worker_in_server:  # the worker in a process of its own, as at scale
+                env = {**env, "PARTNERLINK_RUN_WORKER": "false"}
             server = start_server(env, port, args.workers, log)
+            worker: subprocess.Popen[bytes] | None = None
             try:
                 wait_healthy(base, server)
+                if not args.worker_in_server:  # started once the server has migrated the database
+                    worker = subprocess.Popen(
+                        [sys.executable, "-m", "partnerlink", "worker"],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
                 token, _profile = connect_store(base, env, workdir)
                 requests = http_requests(bodies, port, token)
                 # Customers and orders stored, then statistics on them as in service.
                 drive(port, requests, args.connections, 0, args.warmup)
+                journal_drained(database_url)  # the warm-up's journaled orders, applied
                 analyze(database_url)
                 run = drive(port, requests, args.connections, args.warmup, args.seconds, server.pid)
+                # Orders acknowledged into the journal and still waiting when the load stops.
+                backlog = journal_drained(database_url)
                 profile_lines: list[str] = []
                 if args.profile:
                     profile_lines = run_profiled(server.pid, port, requests, args, workdir)
             finally:
                 stop(server)
+                if worker is not None:
+                    stop(worker)
                 log.close()
             top = measure_ceiling(env, workers, bodies, token, args)
             report(run, top, database_url, workers, args.connections, workdir)
+            report_backlog(run, *backlog, seconds=args.seconds)
             for line in profile_lines:
                 print(line)
         finally:
@@ -460,6 +489,20 @@ def report(
     if errors:
         tail = (workdir / "server.log").read_text(errors="replace")[-2000:]
         print(f"non-200 answers: {errors}; server log tail:\n{tail}")
+
+
+def report_backlog(run: Run, held: int, took: float, *, seconds: float) -> None:
+    """What acknowledging orders into the journal left to do once the load stopped."""
+    if not held:
+        print("journal: empty when the load stopped (every order applied as it came)")
+        return
+    stored = len(run.latencies)
+    print(
+        f"journal: {held:,} acknowledged orders waiting when the load stopped, applied in "
+        f"{took:.1f} s ({held / took:,.0f} orders/s); end to end, the window's {stored:,} "
+        f"orders were stored within {seconds + took:.1f} s: {stored / (seconds + took):,.0f} "
+        "orders/s sustained"
+    )
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ OWNERS: dict[str, str] = {
     "merchant_sessions": "merchant",
     "profiles": "merchant",
     "orders": "orders",
+    "order_journal": "orders",
     "touches": "orders",
     "pairing_codes": "pairing",
     "partners": "partners",

@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders import web as orders_web
 from partnerlink.orders.fast_lane import OrdersFastLane
+from partnerlink.orders.journal import settle_journal
 from partnerlink.orders.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api
@@ -122,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Orders reach the database through one pipeline, whichever way they come in
     # (the route or the fast lane): orders/wiring.py.
     app.state.orders_pipeline = build_order_pipeline(engine, settings)
+    app.state.settle_orders = partial(settle_journal, settings=settings)
 
     _include_routers(app)
     _install_error_handlers(app)

@@ -22,6 +22,7 @@ from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
+from partnerlink.orders.journal import apply_journaled_orders
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 from partnerlink.webhooks.delivery import deliver_due_webhooks
@@ -46,6 +47,8 @@ def registered_tasks() -> list[tuple[str, Task]]:
     # (CONTRACT.md §6): ad touches naming it match from then on.
     ingest = partial(ingest_next_upload, reclassify=reclassify_customers)
     return [
+        # Orders acknowledged under load, applied first: their receipts are sent next.
+        ("journaled orders", apply_journaled_orders),
         ("customer uploads", ingest),
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),

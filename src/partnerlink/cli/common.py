@@ -26,6 +26,7 @@ from typer.core import TyperGroup
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
 from partnerlink.db.migrate import Migration, current_revision, upgrade
+from partnerlink.orders.journal import settle_journal
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
 
@@ -217,6 +218,7 @@ def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
     engine = make_engine(settings.database_url)
     try:
         with committed_session(make_sessionmaker(engine)) as session:
+            settle_journal(session, settings)  # orders acknowledged under load (orders/journal.py)
             yield session
     finally:
         engine.dispose()

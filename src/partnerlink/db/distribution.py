@@ -25,6 +25,7 @@ PLAN: Final[dict[str, Placement]] = {
     "stores": "distributed",
     "customers": "distributed",
     "orders": "distributed",
+    "order_journal": "distributed",
     "touches": "distributed",
     "campaigns": "distributed",
     "connections": "distributed",

@@ -169,6 +169,7 @@ def _apply_once(app: FastAPI, token: str, orders: list[Any], keyed: KeyedRequest
     commit helper of deps.get_session): this route takes no SessionDep, since the shared
     pipeline of unkeyed batches needs SQLite's one connection while the route waits."""
     with committed_session(app.state.sessionmaker) as session:
+        app.state.settle_orders(session)  # applied in arrival order after journaled ones
         return apply_batch_once(
             session, app.state.settings, token=token, orders=orders, keyed=keyed
         )

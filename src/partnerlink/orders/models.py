@@ -17,6 +17,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Text,
     UniqueConstraint,
     func,
 )
@@ -113,3 +114,23 @@ Index(
     Touch.touched_at,
     unique=True,
 )
+
+
+class JournaledOrder(Base):
+    """An order acknowledged under load and not yet applied (orders/journal.py).
+
+    `body` is the order's JSON as the partner sent it; `connection_id` the connection
+    whose token was accepted. Applied in `id` order, then deleted in the same
+    transaction. On PostgreSQL the key is (id, profile_id) (migration 0032).
+    """
+
+    __tablename__ = "order_journal"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
+    store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
+    connection_id: Mapped[str] = mapped_column(String(36))
+    body: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    error: Mapped[str | None] = mapped_column(String(500))

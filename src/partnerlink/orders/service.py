@@ -9,7 +9,7 @@ within milliseconds and run their orders one by one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, timedelta
 from typing import Any
@@ -39,11 +39,18 @@ from partnerlink.stores.service import (
     load_store,
     remember_store,
 )
-from partnerlink.tokens.service import ConnectedStore, access_lookup, authenticate_access_token_sql
+from partnerlink.tokens.service import (
+    ConnectedStore,
+    access_lookup,
+    authenticate_access_token_sql,
+    connected_store_sql,
+    connection_lookup,
+)
 
 # The store's whole profile comes along with the token: an order's store snapshot is
 # compared with it (stores.service.remember_store), so a batch reads its store once.
 _ACCESS_WITH_STORE = access_lookup(("green_invoices", *STORE_PROFILE_COLUMNS))
+_CONNECTION_WITH_STORE = connection_lookup(("green_invoices", *STORE_PROFILE_COLUMNS))
 
 
 class ReceiptsDisabled(Forbidden):
@@ -63,6 +70,8 @@ class OrderPost:
 
     token: str
     order: OrderIn
+    # The body as received, when it came whole (the fast lane): journaled as is.
+    body: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,17 +100,60 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     transaction it commits before answering, not on the request-scoped
     session: the hottest path skips the ORM's per-statement work.
     """
-    outcomes: list[Outcome] = [(False, None)] * len(posts)
-    admitted: list[_Admitted] = []
-    for index, post in enumerate(posts):
+    return store_orders(
+        sql,
+        [post.order for post in posts],
+        lambda index: authenticate_access_token_sql(sql, posts[index].token, _ACCESS_WITH_STORE),
+        settings=settings,
+    )
+
+
+def authenticate_callers(
+    sql: Sql, posts: Sequence[OrderPost]
+) -> list[ConnectedStore | InvalidToken]:
+    """Each post's caller (the store behind its token, with the store's profile columns
+    that `store_orders` needs), or its refusal."""
+    found: list[ConnectedStore | InvalidToken] = []
+    for post in posts:
         try:
-            caller = authenticate_access_token_sql(sql, post.token, _ACCESS_WITH_STORE)
+            found.append(authenticate_access_token_sql(sql, post.token, _ACCESS_WITH_STORE))
+        except InvalidToken as refused:
+            found.append(refused)
+    return found
+
+
+def journaled_caller(sql: Sql, connection_id: str) -> ConnectedStore:
+    """The caller of an order acknowledged earlier (orders/journal.py), read as
+    `authenticate_callers` reads it; InvalidToken when its connection or store is gone."""
+    caller = connected_store_sql(sql, connection_id, _CONNECTION_WITH_STORE)
+    if caller is None:
+        raise InvalidToken()
+    return caller
+
+
+def store_orders(
+    sql: Sql,
+    orders: Sequence[OrderIn],
+    caller_of: Callable[[int], ConnectedStore],
+    *,
+    settings: Settings,
+) -> list[Outcome]:
+    """Stores orders phase by phase, the work of `accept_orders` after authentication,
+    shared with the journal's (orders/journal.py). `caller_of(i)` is the store behind
+    order i, read when that order's turn comes: a store snapshot applied by an earlier
+    order makes the next look-up read the store again. It raises InvalidToken to refuse
+    that order alone."""
+    outcomes: list[Outcome] = [(False, None)] * len(orders)
+    admitted: list[_Admitted] = []
+    for index, order in enumerate(orders):
+        try:
+            caller = caller_of(index)
             remember_store(sql, caller.store_id, caller.store_columns)
-            store = _store_facts(sql, caller=caller, order=post.order)
+            store = _store_facts(sql, caller=caller, order=order)
         except InvalidToken as refused:
             outcomes[index] = (False, refused)
             continue
-        admitted.append(_Admitted(index, post.order, caller, store))
+        admitted.append(_Admitted(index, order, caller, store))
 
     rekeyed: set[int] = set()  # customers whose email or phone changed: touches match anew
     customers = resolve_customers(sql, [_customer_of(one) for one in admitted], rekeyed)

@@ -12,15 +12,16 @@ from functools import partial
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 
+from partnerlink.orders.journal import take_orders
 from partnerlink.orders.pipeline import Pipeline, pipeline_for
-from partnerlink.orders.service import OrderPost, accept_orders
+from partnerlink.orders.service import OrderPost
 from partnerlink.settings import Settings
 
 OrderPipeline = Pipeline[OrderPost]
 
 
 def build_order_pipeline(engine: Engine, settings: Settings) -> OrderPipeline:
-    return pipeline_for(engine, partial(accept_orders, settings=settings))
+    return pipeline_for(engine, partial(take_orders, settings=settings))
 
 
 def order_pipeline(app: Starlette) -> OrderPipeline:

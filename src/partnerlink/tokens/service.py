@@ -232,6 +232,31 @@ def access_lookup(store_columns: Sequence[str] = ()) -> Statement:
 _ACCESS_LOOKUP = access_lookup()
 
 
+def connection_lookup(store_columns: Sequence[str] = ()) -> Statement:
+    """`access_lookup`'s columns, found by the connection rather than by a token: for an
+    order acknowledged under load (orders/journal.py) and applied later. Its token was
+    accepted when the order was; a revocation since does not undo an acknowledged order."""
+    return Statement(
+        "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, s.name,"
+        " s.country_code"
+        + "".join(f", s.{name}" for name in store_columns)
+        + " FROM connections c JOIN stores s ON s.id = c.store_id AND s.profile_id = c.profile_id"
+        " WHERE c.id = :connection_id"
+    )
+
+
+def connected_store_sql(sql: Sql, connection_id: str, lookup: Statement) -> ConnectedStore | None:
+    """The store behind a connection, read with `connection_lookup`'s statement (None when
+    the connection or its store is gone); looked up once per transaction."""
+    key = ("connection", connection_id, lookup.sqlite)
+    if key in sql.remembered:
+        found: ConnectedStore | None = sql.remembered[key]
+        return found
+    row = sql.row(lookup, {"connection_id": connection_id})
+    found = sql.remembered[key] = None if row is None else _connected_store(row)
+    return found
+
+
 def authenticate_access_token(session: Session, value: str) -> ConnectedStore:
     """Resolves a presented access token to its store, or raises InvalidToken (403)."""
     return authenticate_access_token_sql(Sql.of_session(session), value)
@@ -258,7 +283,13 @@ def authenticate_access_token_sql(
     row = sql.row(lookup, {"token_hash": token_hash, "now": sql.time(utcnow())})
     if row is None:
         raise InvalidToken()
-    found = sql.remembered[key] = ConnectedStore(
+    found = sql.remembered[key] = _connected_store(row)
+    return found
+
+
+def _connected_store(row: Any) -> ConnectedStore:
+    """A row of `access_lookup` or `connection_lookup`."""
+    return ConnectedStore(
         store_id=row[1],
         profile_id=row[3],
         partner_id=row[2],
@@ -268,7 +299,6 @@ def authenticate_access_token_sql(
         green_invoices=bool(row[4]),
         store_columns=tuple(row[7:]),
     )
-    return found
 
 
 def find_refreshable_connection(

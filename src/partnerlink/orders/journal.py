@@ -1,0 +1,249 @@
+"""Accept-then-process under load: orders journaled, answered, then applied in batches.
+
+Storing an order (service.store_orders: customers matched or created, the upsert with
+its conversion class, the receipt) costs PostgreSQL and this process several times the
+CPU of the request itself (bench/orders.py). When orders queue up, that work is taken
+off the request: a batch of at least `PARTNERLINK_ORDERS_JOURNAL_AT` orders is
+authenticated and appended to `order_journal` in one statement, and answered once that
+commit is durable. The journaled orders are then applied in arrival order, in batches
+of up to APPLY_BATCH, by:
+
+- the worker (`apply_journaled_orders`, a worker task; the server's own by default);
+- any request that reads (`settle_journal`, called by deps.get_session before the
+  request's work, and by the command line): it first applies every order journaled
+  before it began, so GET /v1/orders, the receipt page, results, audiences and the
+  merchant API see every acknowledged order, as they do when orders are stored at once.
+
+What an acknowledged order promises holds either way: it is durable (the journal row
+commits before the answer), it is applied once (the row is deleted in the transaction
+that applies it), and its e-receipt is queued once (receipts are keyed by order). A
+store's orders are applied in the order they were acknowledged: while any order waits
+in the journal, new batches are journaled too, even small ones, and one applier runs at
+a time (an advisory lock on PostgreSQL, SQLite's write lock), oldest first.
+
+An order that cannot be applied even alone (a bug, not load) is kept with its error
+(`failed_at`, `error`) and logged, never retried in a loop; an operator can see it in
+the table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from partnerlink.db.base import utcnow
+from partnerlink.db.raw import Sql, Statement
+from partnerlink.orders.schemas import OrderIn
+from partnerlink.orders.service import (
+    OrderPost,
+    Outcome,
+    StoredOrder,
+    accept_orders,
+    authenticate_callers,
+    journaled_caller,
+    store_orders,
+)
+from partnerlink.settings import Settings
+from partnerlink.tokens.service import ConnectedStore
+
+log = logging.getLogger("partnerlink.orders")
+
+# Orders applied per transaction: large enough that per-statement costs vanish, small
+# enough that a read waiting behind an applier waits a fraction of a second.
+APPLY_BATCH = 500
+# What an order acknowledged into the journal answers inside the pipeline (the answer
+# the partner gets is the same 200 as a stored order's).
+JOURNALED = StoredOrder(order_pk=None, receipt_queued=False)
+# pg_advisory_xact_lock's key for "applying the journal": one applier at a time.
+_APPLY_LOCK = 0x6F72646572
+
+_ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL LIMIT 1")
+_NEWEST_WAITING = Statement("SELECT max(id) FROM order_journal WHERE failed_at IS NULL")
+_OLDEST_WAITING = Statement(
+    "SELECT id, connection_id, body FROM order_journal"
+    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
+)
+# The rows travel as one JSON array: psycopg's text arrays escape every element through
+# a regular expression in Python, which cost more CPU than the rest of accepting the
+# order (measured: ~200 us an order for bodies of ~1 kB; bench/orders_journal.py).
+_APPEND_POSTGRES = Statement(
+    "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
+    " SELECT r->>0, r->>1, r->>2, r->>3, :now FROM json_array_elements(CAST(:rows AS json)) r"
+)
+_APPEND_SQLITE = Statement(
+    "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
+    " VALUES (:profile_id, :store_id, :connection_id, :body, :now)"
+)
+_FORGET_POSTGRES = Statement("DELETE FROM order_journal WHERE id = ANY(CAST(:ids AS bigint[]))")
+_FORGET_SQLITE = Statement(
+    "DELETE FROM order_journal WHERE id IN (SELECT value FROM json_each(:ids))"
+)
+_FAILED = Statement("UPDATE order_journal SET failed_at = :now, error = :error WHERE id = :id")
+_LOCK_WAIT = Statement("SELECT pg_advisory_xact_lock(:key)")
+_LOCK_TRY = Statement("SELECT pg_try_advisory_xact_lock(:key)")
+_NO_LIMIT = 2**62
+
+
+def take_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -> list[Outcome]:
+    """The order pipeline's handler: stores a short batch at once (service.accept_orders),
+    journals a long one, or any while orders already wait in the journal."""
+    threshold = settings.orders_journal_at
+    if threshold == 0 or (len(posts) < threshold and sql.row(_ANY_WAITING, {}) is None):
+        return accept_orders(sql, posts, settings=settings)
+    return journal_orders(sql, posts)
+
+
+def journal_orders(sql: Sql, posts: Sequence[OrderPost]) -> list[Outcome]:
+    """Authenticates each order and appends the accepted ones to the journal, in one
+    statement; a refused token fails only its own order."""
+    outcomes: list[Outcome] = []
+    accepted: list[tuple[ConnectedStore, str]] = []
+    for post, caller in zip(posts, authenticate_callers(sql, posts), strict=True):
+        if isinstance(caller, ConnectedStore):
+            accepted.append((caller, _body_text(post)))
+            outcomes.append((True, JOURNALED))
+        else:
+            outcomes.append((False, caller))
+    if not accepted:
+        return outcomes
+    now = sql.time(utcnow())
+    if sql.postgres:
+        rows = [
+            [caller.profile_id, caller.store_id, caller.connection_id, body]
+            for caller, body in accepted
+        ]
+        sql.run(_APPEND_POSTGRES, {"now": now, "rows": json.dumps(rows)})
+    else:
+        sql.run_many(
+            _APPEND_SQLITE,
+            [
+                {
+                    "profile_id": caller.profile_id,
+                    "store_id": caller.store_id,
+                    "connection_id": caller.connection_id,
+                    "body": body,
+                    "now": now,
+                }
+                for caller, body in accepted
+            ],
+        )
+    return outcomes
+
+
+def _body_text(post: OrderPost) -> str:
+    """The order as JSON: the body as received when it came whole (the fast lane), else
+    the model's own serialization (which reads back to the same order)."""
+    if post.body is not None:
+        try:
+            return post.body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    # (Timestamps warn that they serialize from a plain validator: they read back the same.)
+    return post.order.model_dump_json(exclude_unset=True, warnings=False)
+
+
+def apply_journal(sql: Sql, *, settings: Settings, wait: bool, up_to: int = _NO_LIMIT) -> int:
+    """Applies the oldest journaled orders (up to APPLY_BATCH, none newer than `up_to`)
+    inside the caller's transaction and forgets them; answers how many were taken.
+    Raises when one of them cannot be applied (the caller rolls back and goes one by one).
+
+    With `wait` False, answers 0 at once while another applier is at work (PostgreSQL).
+    """
+    if sql.postgres:
+        if wait:
+            sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
+        elif not sql.row(_LOCK_TRY, {"key": _APPLY_LOCK})[0]:
+            return 0
+    entries = sql.all_rows(_OLDEST_WAITING, {"up_to": up_to, "limit": APPLY_BATCH})
+    if entries:
+        _apply(sql, entries, settings=settings)
+        _forget(sql, [entry[0] for entry in entries])
+    return len(entries)
+
+
+def _apply(sql: Sql, entries: Sequence[Any], *, settings: Settings) -> None:
+    """Stores the entries' orders as their callers' posts would have been stored. One
+    whose store is gone is dropped (its journal rows went with the store)."""
+    orders = [OrderIn.model_validate_json(body) for _id, _connection, body in entries]
+    store_orders(
+        sql,
+        orders,
+        lambda index: journaled_caller(sql, entries[index][1]),
+        settings=settings,
+    )
+
+
+def _forget(sql: Sql, ids: list[int]) -> None:
+    if sql.postgres:
+        sql.run(_FORGET_POSTGRES, {"ids": ids})
+    else:
+        sql.run(_FORGET_SQLITE, {"ids": json.dumps(ids)})
+
+
+def apply_in_session(
+    session: Session, *, settings: Settings, wait: bool, up_to: int = _NO_LIMIT
+) -> int:
+    """Applies journaled orders (none newer than `up_to`), a batch per transaction of
+    `session`, until none is left or another applier is at work; answers how many."""
+    applied = 0
+    while True:
+        try:
+            taken = apply_journal(
+                Sql.of_session(session), settings=settings, wait=wait, up_to=up_to
+            )
+            session.commit()
+        except Exception:
+            session.rollback()
+            taken = _apply_one_by_one(session, settings=settings, up_to=up_to)
+        applied += taken
+        if taken < APPLY_BATCH:
+            return applied
+
+
+def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> int:
+    """A batch that failed, applied order by order: each in a transaction of its own, and
+    one that fails alone is marked failed (kept, with its error) so it stops no other."""
+    sql = Sql.of_session(session)
+    if sql.postgres:
+        sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
+    entries = sql.all_rows(_OLDEST_WAITING, {"up_to": up_to, "limit": APPLY_BATCH})
+    session.commit()
+    for entry in entries:
+        try:
+            sql = Sql.of_session(session)
+            if sql.postgres:
+                sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
+            _apply(sql, [entry], settings=settings)
+            _forget(sql, [entry[0]])
+            session.commit()
+        except Exception as error:  # a bad body (ValidationError) or a bug
+            session.rollback()
+            log.exception("journaled order %d could not be applied; kept as failed", entry[0])
+            Sql.of_session(session).run(
+                _FAILED,
+                {"now": sql.time(utcnow()), "error": type(error).__name__[:500], "id": entry[0]},
+            )
+            session.commit()
+    return len(entries)
+
+
+def settle_journal(session: Session, settings: Settings) -> None:
+    """The read barrier: applies every order journaled before now, in `session`'s own
+    transactions, so that the request's reads that follow see them. When the journal is
+    empty (nearly always) this is one indexed look-up."""
+    newest = Sql.of_session(session).row(_NEWEST_WAITING, {})[0]
+    if newest is None:
+        return
+    session.commit()
+    apply_in_session(session, settings=settings, wait=True, up_to=int(newest))
+
+
+def apply_journaled_orders(sessions: sessionmaker[Session], settings: Settings) -> int:
+    """The worker's task: applies what waits in the journal, unless another applier is
+    at work; answers how many orders it applied."""
+    with sessions() as session:
+        return apply_in_session(session, settings=settings, wait=False)
