@@ -51,7 +51,9 @@ def test_a_file_nested_200000_deep_fails_at_once_naming_the_depth(uploader: Uplo
     assert 390_000 < len(body) < 410_000
     started = time.monotonic()
     status = ingest_bytes(uploader, body)
-    assert time.monotonic() - started < 5
+    # A bound against pathology (recursing or going quadratic would take minutes), not a
+    # speed figure: generous enough for a machine busy with other work (bench/ times it).
+    assert time.monotonic() - started < 30
     assert status["reason"] == (
         "element 2 nests deeper than 32 levels (the file's array is level 1); nothing was applied"
     )
@@ -212,4 +214,4 @@ def test_reading_hostile_files_stays_within_300_mib(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert int(result.stdout) < 300 * 1024
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 45  # a bound against pathology, as above
