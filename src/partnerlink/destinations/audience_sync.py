@@ -21,7 +21,7 @@ The segment `all` needs less: its members are decided by the customer rows, thei
 opt-outs and erasures alone, each of which the database numbers as it is written
 (migration 0030: `customers.change_seq`, `customer_deletions`). A destination keeps the
 number up to which it compared (`members_seq`); its next sync reads only the customers
-numbered since, and their held rows (`_changed_ids`).
+numbered since, and their held rows (destinations/changes.py).
 
 Removals pending are always sent before additions, so a changed member's old row goes
 before its new one. Every call's rows are recorded once the platform took them, in a
@@ -39,12 +39,11 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
-from partnerlink.destinations import members, queries, standby
+from partnerlink.destinations import changes, members, queries, standby
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender, Sent
@@ -61,7 +60,6 @@ ROW_FORMAT = 1
 # Customers a read covers. Comparing every member, the reader holds each returned row
 # (one per member) until hashed; otherwise only the differences come back.
 COMPARE_ALL_CHUNK = 20_000
-CHANGES_CHUNK = 100_000
 
 # A sync that wrote more than 1/VACUUM_SHARE of the held rows vacuums them (members.py).
 VACUUM_SHARE = 10
@@ -221,50 +219,6 @@ class _Batches:
             self.lease.renew(session)
 
 
-def _change_mark(sessions: sessionmaker[Session], profile_id: str) -> int | None:
-    """members.change_mark on the primary; None when the customers' writes under way
-    did not finish within its wait (a long import): this sync then goes without."""
-    try:
-        with sessions.begin() as session:
-            return members.change_mark(session.connection(), profile_id)
-    except OperationalError as error:
-        log.info("audience sync: no change mark (%s); comparing every member", type(error).__name__)
-        return None
-
-
-def _changed_ids(
-    sessions: sessionmaker[Session],
-    destination: Destination,
-    plan: ExportPlan,
-    basis: str,
-    mark: int | None,
-) -> list[int] | None:
-    """The customers to compare, when only the changed ones need be: the segment is
-    decided by the customer rows alone (`all`: its predicate reads the customer, its
-    opt-out and the suppression list, which only an erasure, deleting the customers,
-    grows), no test store's orders take part, the basis stays, and the number of
-    changes is small beside the held members. None otherwise: every member is read."""
-    since = destination.members_seq
-    if (
-        mark is None
-        or since is None
-        or destination.members_basis != basis
-        or plan.segment not in CUSTOMER_ONLY_SEGMENTS
-        or plan.scope.has_test_stores
-    ):
-        return None
-    with sessions() as session:
-        ids = members.changed_customers(session.connection(), destination.profile_id, since, mark)
-    if len(ids) > max(CHANGES_CHUNK, destination.members // CHANGED_SHARE):
-        return None
-    return ids
-
-
-# Segments whose members only the customer rows, their opt-outs and erasures decide; the
-# others depend on orders and on time too, and compare every member's fingerprint.
-CUSTOMER_ONLY_SEGMENTS = frozenset({"all"})
-# Above 1/CHANGED_SHARE of the held members changed, reading every range costs less.
-CHANGED_SHARE = 5
 # Changed customers a read covers: two reads at a time, on two of the database's processes.
 IDS_CHUNK = 2_500
 
@@ -287,7 +241,7 @@ def sync_audience(
     replayed up to the mark). What changes after it is compared by the next sync."""
     report = Report()
     assert destination.segment is not None
-    mark = _change_mark(sessions, destination.profile_id)
+    mark = changes.change_mark_or_none(sessions, destination.profile_id)
     if reads is not None and reads is not sessions:
         reads = standby.reads_for(sessions, reads, destination.id)
     reads = reads or sessions
@@ -301,7 +255,7 @@ def sync_audience(
         )
         excluded, basis = _campaign(session, destination)
     compare_all = destination.members_basis != basis
-    ids = _changed_ids(reads, destination, plan, basis, mark)
+    ids = changes.ids_to_compare(reads, destination, plan, basis, mark)
     # The recorder outlives the caller: a request answered as the sync stops still has
     # its record written.
     with (
@@ -313,7 +267,7 @@ def sync_audience(
     with sessions.begin() as session:
         connection = session.connection()
         members.set_members_basis(connection, destination.id, basis, mark)
-        members.forget_deletions(connection, destination.profile_id)
+        changes.forget_deletions(connection, destination.profile_id)
     # The count of held rows is kept with every record, in the same transaction; a sync
     # that compared every member again under a new basis counts them anew (engine.py),
     # in case rows held from before the counts were kept so; others trust it (a count
@@ -341,7 +295,7 @@ def _send_chunks(
     ranges read (a read's time is the database's). Comparing every member, one range is
     read ahead; otherwise the reads return little, and two go at once, on two of the
     database's processes. With `ids`, the ranges hold only those customers."""
-    size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (CHANGES_CHUNK, 2)
+    size, readers = (COMPARE_ALL_CHUNK, 1) if compare_all else (changes.CHANGES_CHUNK, 2)
 
     def ranges() -> Iterator[tuple[int, int | None, list[int] | None]]:
         if ids is not None:

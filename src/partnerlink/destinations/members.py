@@ -27,7 +27,6 @@ from sqlalchemy import (
     select,
     table,
     text,
-    union,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -95,76 +94,6 @@ def prepare(connection: Connection, digest_key: bytes) -> None:
 
 
 FINGERPRINT = member_fingerprint(*audience_queries.EXPORT_COLUMNS)
-
-
-def change_mark(connection: Connection, profile_id: str) -> int:
-    """The change number up to which every change of the profile's customers is
-    committed (migration 0030): what a comparison that starts now sees at least.
-
-    PostgreSQL draws numbers from a sequence as writes happen, and a write may commit
-    after a later one: the highest number committed is not enough. So this takes the
-    customers' SHARE lock, which waits for the writes under way (each holds the table's
-    ROW EXCLUSIVE lock while it draws and until it commits) and keeps new ones out for
-    the instant it takes to read the sequence; a `lock_timeout` of LOCK_SECONDS bounds
-    the wait (the caller then compares every member, as without numbers). SQLite writes
-    one transaction at a time: the profile's highest number is the mark, once the
-    customers created since the last mark (NULL: SQLite numbers no insert) are given
-    the next number, in this write transaction."""
-    if connection.dialect.name == "postgresql":
-        connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_SECONDS}s'")
-        connection.exec_driver_sql("LOCK TABLE customers IN SHARE MODE")
-        value = connection.exec_driver_sql(
-            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM customer_change_seq"
-        ).scalar()
-        return int(value or 0)
-    highest = [  # one index entry each (max() under a WHERE reads all the profile's)
-        select(table.c.change_seq)
-        .where(table.c.profile_id == profile_id, table.c.change_seq.is_not(None))
-        .order_by(table.c.change_seq.desc())
-        .limit(1)
-        for table in (changes, deletions)
-    ]
-    mark = max(int(connection.scalar(statement) or 0) for statement in highest) + 1
-    unnumbered = (
-        update(changes)
-        .where(changes.c.profile_id == profile_id, changes.c.change_seq.is_(None))
-        .values(change_seq=mark)
-    )
-    return mark if connection.execute(unnumbered).rowcount else mark - 1
-
-
-LOCK_SECONDS = 2
-
-
-def changed_customers(connection: Connection, profile_id: str, since: int, until: int) -> list[int]:
-    """Ids of the profile's customers created, changed or deleted with a change number in
-    (since, until], ascending (ix_customers_profile_change, customer_deletions' key)."""
-    changed = select(changes.c.id).where(
-        changes.c.profile_id == profile_id,
-        changes.c.change_seq > since,
-        changes.c.change_seq <= until,
-    )
-    deleted = select(deletions.c.customer_id).where(
-        deletions.c.profile_id == profile_id,
-        deletions.c.change_seq > since,
-        deletions.c.change_seq <= until,
-    )
-    return sorted(connection.scalars(union(changed, deleted)).all())
-
-
-def forget_deletions(connection: Connection, profile_id: str) -> None:
-    """Drops the deletions every audience destination of the profile has compared since
-    (a destination without a change number compares every member anyway)."""
-    compared = (
-        select(func.min(destinations.c.members_seq))
-        .where(destinations.c.profile_id == profile_id, destinations.c.kind == "audience")
-        .scalar_subquery()
-    )
-    connection.execute(
-        delete(deletions).where(
-            deletions.c.profile_id == profile_id, deletions.c.change_seq <= compared
-        )
-    )
 
 
 def _among(connection: Connection, id_column: Any, ids: Sequence[int]) -> ColumnElement[bool]:
