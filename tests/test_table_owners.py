@@ -30,6 +30,7 @@ OWNERS: dict[str, str] = {
     "destination_conversions": "destinations",
     "oauth_authorizations": "connect",
     "customers": "customers",
+    "customer_deletions": "customers",
     "uploads": "customers",
     "campaigns": "measurement",
     "idempotency_keys": "idempotency",

@@ -15,8 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import opt_in_phone, opt_out_phone
+from partnerlink.customers import change_numbers
 from partnerlink.customers.models import Customer
-from partnerlink.destinations import changes
 from partnerlink.destinations import members as members_sql
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer, add_order
@@ -208,7 +208,7 @@ def test_a_write_under_way_is_compared_by_a_later_sync(
     reads: list[list[int] | None],
 ) -> None:
     """A customer write that drew its change number and has not committed when a sync
-    begins: the sync waits for it (at most changes.LOCK_SECONDS), else compares every
+    begins: the sync waits for it (at most change_numbers.LOCK_SECONDS), else compares every
     member without advancing its number, so the change is never skipped."""
     meta, _google = servers
     held = meta.audiences[fake_meta.AUDIENCE_ID]
@@ -225,7 +225,7 @@ def test_a_write_under_way_is_compared_by_a_later_sync(
     ).scalar()
     session.rollback()
 
-    monkeypatch.setattr(changes, "LOCK_SECONDS", 1)
+    monkeypatch.setattr(change_numbers, "LOCK_SECONDS", 1)
     writer = app.state.sessionmaker()
     try:
         # Drawn first, committed last.

@@ -20,12 +20,10 @@ from sqlalchemy import (
     Table,
     any_,
     bindparam,
-    column,
     delete,
     func,
     or_,
     select,
-    table,
     text,
     update,
 )
@@ -38,16 +36,12 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan
-from partnerlink.destinations.models import CustomerDeletion, Destination, DestinationMember
+from partnerlink.destinations.models import Destination, DestinationMember
 
 log = logging.getLogger("partnerlink.destinations")
 
 destinations: Table = Destination.__table__  # type: ignore[assignment]
 members: Table = DestinationMember.__table__  # type: ignore[assignment]
-deletions: Table = CustomerDeletion.__table__  # type: ignore[assignment]
-# The customers' change numbers (migration 0030), which the database alone writes: not
-# mapped on the Customer model, so that no application INSERT ever names the column.
-changes = table("customers", column("id"), column("profile_id"), column("change_seq"))
 
 
 class member_fingerprint(FunctionElement[int]):

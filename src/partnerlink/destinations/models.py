@@ -111,16 +111,3 @@ class DestinationConversion(Base):
     order_row_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     profile_id: Mapped[str] = mapped_column(String(36))
     sent_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class CustomerDeletion(Base):
-    """A deleted customer (an erasure), left by a database trigger (migration 0030) with
-    the change number of its deletion, so that an audience sync finds its held rows
-    among the changes rather than by scanning them all. No foreign key: a profile's
-    deletion cascades to its customers, whose rows land here while the profile goes."""
-
-    __tablename__ = "customer_deletions"
-
-    profile_id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    change_seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    customer_id: Mapped[int] = mapped_column(BigInteger)
