@@ -53,7 +53,11 @@ def post_all(
             return client.post("/v1/orders", json=body).status_code
 
         with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
-            return Counter(pool.map(send, bodies))
+            statuses = Counter(pool.map(send, bodies))
+        # Concurrent orders may be journaled and applied a moment later (orders/journal.py);
+        # a read applies them first, so the rows counted below are what any reader sees.
+        client.get("/v1/orders", params={"orderId": bodies[0]["orderId"]})
+        return statuses
 
 
 def count(session: Session, model: Any) -> int:
