@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
 from partnerlink.partners.service import set_requests_per_minute
+from partnerlink.security.request_quota import WINDOW_SECONDS
 from partnerlink.settings import Settings
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.orders.builders import order_body
@@ -20,6 +23,17 @@ REMAINING = re.compile(r'^"default";r=(\d+);t=(\d+)$')
 
 def credentials(shop: ConnectedStoreFixture) -> dict[str, str]:
     return {"client_id": shop.partner.client_id, "client_secret": shop.partner.client_secret}
+
+
+@pytest.fixture(autouse=True)
+def one_quota_window() -> None:
+    """Each test's requests fall in one quota window: windows are aligned to the clock's
+    minutes (security/request_quota.py), and a test that crossed a minute's end saw its
+    count start again (remaining 2, 2, 1 for 2, 1, 0). With less than 15 s left in this
+    minute, the test waits for the next one."""
+    left = WINDOW_SECONDS - time.time() % WINDOW_SECONDS
+    if left < 15:
+        time.sleep(left + 0.05)
 
 
 def limit_partner(session: Session, shop: ConnectedStoreFixture, quota: int) -> None:
