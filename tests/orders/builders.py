@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.orders.models import Order
+from partnerlink.orders.pipeline import Pipeline
+from partnerlink.orders.service import OrderPost
 from partnerlink.receipts.models import Receipt
 
 PHONE = "+14155550123"
@@ -102,3 +107,16 @@ def stored_order(session: Session, order_id: str = "A-1001") -> Order:
     found = [o for o in orders(session) if o.order_id == order_id]
     assert len(found) == 1, found
     return found[0]
+
+
+def run_posts(
+    app: FastAPI, handler: Callable[..., Any], posts: Sequence[OrderPost]
+) -> list[object]:
+    """Submits the posts at once to a one-slot pipeline with `handler`, so that they are
+    handled as one batch, in one transaction; each post's answer or exception."""
+
+    async def main() -> list[object]:
+        pipeline = Pipeline(app.state.engine, slots=1, handler=handler)
+        return await asyncio.gather(*(pipeline.run(p) for p in posts), return_exceptions=True)
+
+    return asyncio.run(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -13,7 +12,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.db.raw import Sql, Statement
-from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder, accept_orders
 from partnerlink.problems import InvalidToken
@@ -23,23 +21,15 @@ from partnerlink.stores.models import Store
 from partnerlink.tokens.models import Connection
 from partnerlink.tokens.service import revoke_connection
 from tests.factories import ConnectedStoreFixture
-from tests.orders.builders import order_body
+from tests.orders.builders import order_body, run_posts
 
 JAPANESE_LOCAL_MOBILE = "090-1234-5678"  # usable only when the store's country is JP
 
 
 def run_batch(app: FastAPI, token: str, bodies: list[dict[str, object]]) -> list[object]:
     """Submits the orders at once, so that the pipeline stores them in one transaction."""
-    settings = app.state.settings
-
-    async def main() -> list[object]:
-        pipeline = Pipeline(
-            app.state.engine, slots=1, handler=partial(accept_orders, settings=settings)
-        )
-        posts = [OrderPost(token=token, order=OrderIn.model_validate(body)) for body in bodies]
-        return await asyncio.gather(*(pipeline.run(post) for post in posts), return_exceptions=True)
-
-    return asyncio.run(main())
+    posts = [OrderPost(token=token, order=OrderIn.model_validate(body)) for body in bodies]
+    return run_posts(app, partial(accept_orders, settings=app.state.settings), posts)
 
 
 def test_a_store_snapshot_reaches_the_next_order_of_the_same_batch(
@@ -122,14 +112,8 @@ def test_a_batch_reads_its_store_with_its_token(
     renamed = {"storeName": "Renamed Bistro", "storeAddress": "1 Main St", "storeCountryCode": "US"}
     bodies = [order_body("D-1", store=renamed), order_body("D-2", store=renamed)]
 
-    async def main() -> list[object]:
-        pipeline = Pipeline(app.state.engine, slots=1, handler=counting)
-        posts = [
-            OrderPost(token=shop.access_token, order=OrderIn.model_validate(b)) for b in bodies
-        ]
-        return await asyncio.gather(*(pipeline.run(post) for post in posts), return_exceptions=True)
-
-    results = asyncio.run(main())
+    posts = [OrderPost(token=shop.access_token, order=OrderIn.model_validate(b)) for b in bodies]
+    results = run_posts(app, counting, posts)
     assert all(isinstance(result, StoredOrder) for result in results), results
     assert store_service._STORE_NOW not in ran
     assert ran.count(store_service._STORE_UPDATE) == 1  # the change, written once

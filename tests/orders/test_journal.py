@@ -3,11 +3,9 @@ answered, applied once and in arrival order, and seen by every read that follows
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -23,12 +21,11 @@ from partnerlink.orders.journal import (
     take_orders,
 )
 from partnerlink.orders.models import JournaledOrder
-from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder
 from partnerlink.settings import Settings
 from tests.factories import ConnectedStoreFixture
-from tests.orders.builders import order_body, orders, post, receipts, with_status
+from tests.orders.builders import order_body, orders, post, receipts, run_posts, with_status
 
 JAPANESE_LOCAL_MOBILE = "090-1234-5678"
 
@@ -127,14 +124,6 @@ def test_a_short_queue_stores_at_once(
     assert [order.order_id for order in orders(session)] == ["J-4"]
 
 
-def _run(app: FastAPI, handler: Any, posts: list[OrderPost]) -> list[object]:
-    async def main() -> list[object]:
-        pipeline = Pipeline(app.state.engine, slots=1, handler=handler)
-        return await asyncio.gather(*(pipeline.run(p) for p in posts), return_exceptions=True)
-
-    return asyncio.run(main())
-
-
 def test_a_long_queue_is_journaled_and_a_store_snapshot_reaches_the_next_order(
     app: FastAPI, session: Session, shop: ConnectedStoreFixture
 ) -> None:
@@ -150,7 +139,7 @@ def test_a_long_queue_is_journaled_and_a_store_snapshot_reaches_the_next_order(
         for body in (moved, after)
     ]
     # Two orders queued together reach the default threshold (2): journaled, not stored.
-    assert _run(app, partial(take_orders, settings=settings), posts) == [JOURNALED, JOURNALED]
+    assert run_posts(app, partial(take_orders, settings=settings), posts) == [JOURNALED, JOURNALED]
     assert orders(session) == []
 
     assert apply_journaled_orders(app.state.sessionmaker, settings) == 2
@@ -166,18 +155,18 @@ def test_while_orders_wait_in_the_journal_a_single_order_waits_behind_them(
     settings = app.state.settings
     first = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-7")))
     second = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-8")))
-    assert _run(app, partial(take_orders, settings=settings), [first, second]) == [
+    assert run_posts(app, partial(take_orders, settings=settings), [first, second]) == [
         JOURNALED,
         JOURNALED,
     ]
     # Alone, it would be stored at once; behind journaled orders it is journaled too.
     third = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-9")))
-    assert _run(app, partial(take_orders, settings=settings), [third]) == [JOURNALED]
+    assert run_posts(app, partial(take_orders, settings=settings), [third]) == [JOURNALED]
     assert apply_journaled_orders(app.state.sessionmaker, settings) == 3
     assert [order.order_id for order in orders(session)] == ["J-7", "J-8", "J-9"]
     # The journal empty, a single order is stored at once again.
     fourth = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-10")))
-    [stored] = _run(app, partial(take_orders, settings=settings), [fourth])
+    [stored] = run_posts(app, partial(take_orders, settings=settings), [fourth])
     assert isinstance(stored, StoredOrder) and stored.order_pk is not None
 
 
@@ -218,7 +207,7 @@ def test_the_command_line_sees_journaled_orders(
     session.close()
     post_ = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-13")))
     handler = partial(take_orders, settings=journal_settings)
-    assert _run(app, handler, [post_]) == [JOURNALED]
+    assert run_posts(app, handler, [post_]) == [JOURNALED]
     with unit_of_work(journal_settings) as cli_session:
         count = cli_session.execute(text("SELECT count(*) FROM orders")).scalar_one()
     assert count == 1

@@ -43,7 +43,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
-from partnerlink.destinations import changes, members, queries, standby
+from partnerlink.db import replica
+from partnerlink.destinations import changes, members, queries
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.progress import Lease, Report
 from partnerlink.destinations.senders import AudienceSender, Sent
@@ -233,7 +234,7 @@ def sync_audience(
     digest_key: bytes,
     reads: sessionmaker[Session] | None = None,
 ) -> Report:
-    """`reads` (the read replica once caught up, standby.py) reads the segment, the
+    """`reads` (the read replica once caught up, see engine.py) reads the segment, the
     campaign and the held rows to compare; every record goes to `sessions`, the primary.
 
     The change mark is taken first, on the primary: every change up to it is then
@@ -243,7 +244,7 @@ def sync_audience(
     assert destination.segment is not None
     mark = changes.change_mark_or_none(sessions, destination.profile_id)
     if reads is not None and reads is not sessions:
-        reads = standby.reads_for(sessions, reads, destination.id)
+        reads = replica.caught_up_reads(sessions, reads, f"destination {destination.id}")
     reads = reads or sessions
     with reads() as session:
         plan = plan_export(

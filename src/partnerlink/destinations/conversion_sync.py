@@ -73,7 +73,7 @@ def sync_conversions(
     signing_key: bytes,
     reads: sessionmaker[Session] | None = None,
 ) -> Report:
-    """`reads` (the read replica once caught up, standby.py) reads the orders due; the
+    """`reads` (the read replica once caught up, see engine.py) reads the orders due; the
     records go to `sessions`, the primary."""
     reads = reads or sessions
     report = Report()

@@ -9,6 +9,21 @@
   `needs_attention`, `lastError` in words, and no call until new credentials or a
   sync request.
 Every outcome is written only while this worker still holds the destination's lease.
+
+Where a sync reads: the hot standby (`PARTNERLINK_DATABASE_READ_URL`) once it has
+replayed what the primary held when the sync began (db/replica.caught_up_reads), else
+the primary. It must not read older data: the audience sync compares the segment with
+the held rows (destination_members) that the syncs themselves write on the primary,
+and the conversions sync skips the orders already sent (destination_conversions); a
+standby that had not replayed the last sync's records would send them again.
+
+Within one sync the standby stays sound although it lags this sync's own writes: the
+customers are read in ascending ranges of ids (audience sync) and the orders in
+ascending row ids (conversion sync), and what is written after a range is read (held
+rows, their fingerprints, the orders sent) concerns only ids of ranges already read.
+No later read looks at a row this sync wrote, and the lease keeps every other sync of
+the destination away meanwhile. What is read after the sync (the member count) and
+every write (records, counters, the basis, VACUUM) go to the primary.
 """
 
 from __future__ import annotations
@@ -22,8 +37,9 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import members, queries, standby
+from partnerlink.destinations import members, queries
 from partnerlink.destinations.audience_sync import sync_audience
 from partnerlink.destinations.conversion_sync import sync_conversions
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
@@ -96,7 +112,7 @@ def _run(
     read_sessions: sessionmaker[Session] | None,
 ) -> Report:
     sender = sender_for(destination, credentials, settings, http)
-    reads = standby.reads_for(sessions, read_sessions, destination.id)
+    reads = replica.caught_up_reads(sessions, read_sessions, f"destination {destination.id}")
     if isinstance(sender, MetaAudience | GoogleAudience):
         return sync_audience(
             sessions,
@@ -127,7 +143,7 @@ def sync_destination(
     read_sessions: sessionmaker[Session] | None = None,
 ) -> Outcome:
     """Syncs a destination this worker has claimed, and records how it went; its reads
-    go to `read_sessions` (the read replica) when it has caught up (standby.py)."""
+    go to `read_sessions` (the read replica) when it has caught up (see the module doc)."""
     lease = Lease(destination_id, lease_until)
     destination = _load(sessions, destination_id)
     if destination is None:

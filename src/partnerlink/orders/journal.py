@@ -15,8 +15,8 @@ of up to APPLY_BATCH, by:
   merchant API see every acknowledged order, as they do when orders are stored at once.
 
 What an acknowledged order promises holds either way: it is durable (the journal row
-commits before the answer), it is applied once (the row is deleted in the transaction
-that applies it), and its e-receipt is queued once (receipts are keyed by order). A
+commits before the answer), it is applied once (the row is claimed, deleted, in the
+transaction that applies it), and its e-receipt is queued once (receipts are keyed by order). A
 store's orders are applied in the order they were acknowledged: while any order waits
 in the journal, new batches are journaled too, even small ones, and one applier runs at
 a time (an advisory lock on PostgreSQL, SQLite's write lock), oldest first.
@@ -63,9 +63,19 @@ _APPLY_LOCK = 0x6F72646572
 
 _ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL LIMIT 1")
 _NEWEST_WAITING = Statement("SELECT max(id) FROM order_journal WHERE failed_at IS NULL")
-_OLDEST_WAITING = Statement(
-    "SELECT id, connection_id, body FROM order_journal"
-    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
+# Claiming deletes: an entry is applied in the transaction that removes it, so no two
+# appliers can both apply it, even one that read it before another committed.
+_CLAIM_OLDEST = Statement(
+    "DELETE FROM order_journal WHERE id IN (SELECT id FROM order_journal"
+    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit)"
+    " RETURNING id, connection_id, body"
+)
+_OLDEST_IDS = Statement(
+    "SELECT id FROM order_journal WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
+)
+_CLAIM_ONE = Statement(
+    "DELETE FROM order_journal WHERE id = :id AND failed_at IS NULL"
+    " RETURNING id, connection_id, body"
 )
 # The rows travel as one JSON array: psycopg's text arrays escape every element through
 # a regular expression in Python, which cost more CPU than the rest of accepting the
@@ -77,10 +87,6 @@ _APPEND_POSTGRES = Statement(
 _APPEND_SQLITE = Statement(
     "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
     " VALUES (:profile_id, :store_id, :connection_id, :body, :now)"
-)
-_FORGET_POSTGRES = Statement("DELETE FROM order_journal WHERE id = ANY(CAST(:ids AS bigint[]))")
-_FORGET_SQLITE = Statement(
-    "DELETE FROM order_journal WHERE id IN (SELECT value FROM json_each(:ids))"
 )
 _FAILED = Statement("UPDATE order_journal SET failed_at = :now, error = :error WHERE id = :id")
 _LOCK_WAIT = Statement("SELECT pg_advisory_xact_lock(:key)")
@@ -147,22 +153,33 @@ def _body_text(post: OrderPost) -> str:
 
 
 def apply_journal(sql: Sql, *, settings: Settings, wait: bool, up_to: int = _NO_LIMIT) -> int:
-    """Applies the oldest journaled orders (up to APPLY_BATCH, none newer than `up_to`)
-    inside the caller's transaction and forgets them; answers how many were taken.
+    """Claims the oldest journaled orders (up to APPLY_BATCH, none newer than `up_to`)
+    and applies them inside the caller's transaction; answers how many were taken.
     Raises when one of them cannot be applied (the caller rolls back and goes one by one).
 
     With `wait` False, answers 0 at once while another applier is at work (PostgreSQL).
     """
-    if sql.postgres:
-        if wait:
-            sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
-        elif not sql.row(_LOCK_TRY, {"key": _APPLY_LOCK})[0]:
-            return 0
-    entries = sql.all_rows(_OLDEST_WAITING, {"up_to": up_to, "limit": APPLY_BATCH})
+    if not _take_apply_lock(sql, wait=wait):
+        return 0
+    # RETURNING comes in no promised order: applied oldest first, as acknowledged.
+    entries = sorted(
+        sql.all_rows(_CLAIM_OLDEST, {"up_to": up_to, "limit": APPLY_BATCH}),
+        key=lambda entry: int(entry[0]),
+    )
     if entries:
         _apply(sql, entries, settings=settings)
-        _forget(sql, [entry[0] for entry in entries])
     return len(entries)
+
+
+def _take_apply_lock(sql: Sql, *, wait: bool) -> bool:
+    """One applier at a time, so that a store's orders apply in the order acknowledged
+    (PostgreSQL's advisory lock, held to the transaction's end; SQLite has one writer)."""
+    if not sql.postgres:
+        return True
+    if wait:
+        sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
+        return True
+    return bool(sql.row(_LOCK_TRY, {"key": _APPLY_LOCK})[0])
 
 
 def _apply(sql: Sql, entries: Sequence[Any], *, settings: Settings) -> None:
@@ -175,13 +192,6 @@ def _apply(sql: Sql, entries: Sequence[Any], *, settings: Settings) -> None:
         lambda index: journaled_caller(sql, entries[index][1]),
         settings=settings,
     )
-
-
-def _forget(sql: Sql, ids: list[int]) -> None:
-    if sql.postgres:
-        sql.run(_FORGET_POSTGRES, {"ids": ids})
-    else:
-        sql.run(_FORGET_SQLITE, {"ids": json.dumps(ids)})
 
 
 def apply_in_session(
@@ -205,30 +215,30 @@ def apply_in_session(
 
 
 def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> int:
-    """A batch that failed, applied order by order: each in a transaction of its own, and
-    one that fails alone is marked failed (kept, with its error) so it stops no other."""
+    """A batch that failed, applied order by order: each claimed and applied in a
+    transaction of its own (one another applier took meanwhile is skipped), and one that
+    fails alone is marked failed (kept, with its error) so it stops no other."""
     sql = Sql.of_session(session)
-    if sql.postgres:
-        sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
-    entries = sql.all_rows(_OLDEST_WAITING, {"up_to": up_to, "limit": APPLY_BATCH})
+    _take_apply_lock(sql, wait=True)
+    ids = [int(row[0]) for row in sql.all_rows(_OLDEST_IDS, {"up_to": up_to, "limit": APPLY_BATCH})]
     session.commit()
-    for entry in entries:
+    for entry_id in ids:
         try:
             sql = Sql.of_session(session)
-            if sql.postgres:
-                sql.row(_LOCK_WAIT, {"key": _APPLY_LOCK})
-            _apply(sql, [entry], settings=settings)
-            _forget(sql, [entry[0]])
+            _take_apply_lock(sql, wait=True)
+            entry = sql.row(_CLAIM_ONE, {"id": entry_id})
+            if entry is not None:
+                _apply(sql, [entry], settings=settings)
             session.commit()
         except Exception as error:  # a bad body (ValidationError) or a bug
             session.rollback()
-            log.exception("journaled order %d could not be applied; kept as failed", entry[0])
+            log.exception("journaled order %d could not be applied; kept as failed", entry_id)
             Sql.of_session(session).run(
                 _FAILED,
-                {"now": sql.time(utcnow()), "error": type(error).__name__[:500], "id": entry[0]},
+                {"now": sql.time(utcnow()), "error": type(error).__name__[:500], "id": entry_id},
             )
             session.commit()
-    return len(entries)
+    return len(ids)
 
 
 def settle_journal(session: Session, settings: Settings) -> None:
