@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.orm import Session
 
+from partnerlink.audiences.choices import opt_out_phone
 from partnerlink.audiences.hashing import meta_hashes
 from partnerlink.customers.models import Customer
 from partnerlink.destinations.tasks import sync_due_destinations, wait_for_syncs
 from partnerlink.settings import Settings
+from partnerlink.stores.models import Store
+from tests.audiences.helpers import add_customer
 from tests.destinations import fake_google, fake_meta
 from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
@@ -130,3 +136,76 @@ class Destinations:
         )
         assert response.status_code == 200, response.text
         return dict(response.json()["destination"])
+
+
+def held_row(session: Session, customer_id: int) -> tuple[str, ...]:
+    """The row Meta holds for the customer as the database has it now."""
+    customer = session.get(Customer, customer_id)
+    assert customer is not None
+    session.refresh(customer)
+    row = customer_row(customer)
+    session.rollback()  # the SQLite test database has one connection: give it back
+    return row
+
+
+def run_sql(session: Session, statement: str, **params: object) -> None:
+    """A change made behind the application's back (no updated_at moves)."""
+    session.execute(text(statement), params)
+    session.commit()
+
+
+@dataclass(frozen=True)
+class Cast:
+    """The customers (ids) an incremental sync must follow, one for each way a member
+    changes; `members` are the ones in the `all` segment at first."""
+
+    fillers: list[int]
+    mover: int  # changes phone number
+    nameless: int  # no identifier, then gains an email
+    opted: int  # opts out through the merchant API
+    stopped: int  # answers STOP
+    erased: int  # erased through the merchant API
+
+    @property
+    def members(self) -> set[int]:
+        return {*self.fillers, self.mover, self.opted, self.stopped, self.erased}
+
+
+def add_cast(session: Session, store: Store) -> Cast:
+    cast = Cast(
+        fillers=[add_customer(session, store, email=f"f{i}@example.com").id for i in range(20)],
+        mover=add_customer(session, store, phone="+16505550001").id,
+        nameless=add_customer(session, store, first_name="Nobody").id,
+        opted=add_customer(session, store, email="opted@example.com").id,
+        stopped=add_customer(session, store, phone="+16505550002").id,
+        erased=add_customer(session, store, email="erased@example.com").id,
+    )
+    session.rollback()
+    return cast
+
+
+def change_the_cast(
+    session: Session, client: TestClient, owner: dict[str, str], profile_id: str, cast: Cast
+) -> None:
+    """Every change of the cast, each the way a merchant or a customer makes it."""
+    moved = "UPDATE customers SET phone_number = '+16505559999' WHERE id = :i"
+    run_sql(session, moved, i=cast.mover)
+    found = "UPDATE customers SET email = 'found@example.com' WHERE id = :i"
+    run_sql(session, found, i=cast.nameless)
+    choices = f"/merchant/api/profiles/{profile_id}/customers"
+    answer = client.post(f"{choices}/opt-out", json={"email": "opted@example.com"}, headers=owner)
+    assert answer.status_code == 200, answer.text
+    opt_out_phone(session, "+16505550002")
+    session.commit()
+    answer = client.post(f"{choices}/erase", json={"email": "erased@example.com"}, headers=owner)
+    assert answer.json() == {"erased": 1}
+
+
+def lift_opt_out(client: TestClient, owner: dict[str, str], profile_id: str) -> None:
+    answer = client.request(
+        "DELETE",
+        f"/merchant/api/profiles/{profile_id}/customers/opt-out",
+        json={"email": "opted@example.com"},
+        headers=owner,
+    )
+    assert answer.status_code == 200, answer.text

@@ -14,9 +14,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from partnerlink.audiences.choices import opt_in_phone, opt_out_phone
+from partnerlink.audiences.choices import opt_in_phone
 from partnerlink.customers import change_numbers
-from partnerlink.customers.models import Customer
 from partnerlink.destinations import members as members_sql
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer, add_order
@@ -26,8 +25,12 @@ from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
 from tests.destinations.sync_helpers import (
     Destinations,
-    customer_row,
+    add_cast,
+    change_the_cast,
+    held_row,
+    lift_opt_out,
     meta_audience,
+    run_sql,
     run_worker,
 )
 from tests.factories import ConnectedStoreFixture
@@ -49,20 +52,6 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[list[int] | None]:
     return seen
 
 
-def _row(session: Session, customer_id: int) -> tuple[str, ...]:
-    customer = session.get(Customer, customer_id)
-    assert customer is not None
-    session.refresh(customer)
-    row = customer_row(customer)
-    session.rollback()  # the SQLite test database has one connection: give it back
-    return row
-
-
-def _sql(session: Session, statement: str, **params: object) -> None:
-    session.execute(text(statement), params)
-    session.commit()
-
-
 def test_only_changed_customers_are_read_and_every_change_reaches_the_platform(
     app: FastAPI,
     session: Session,
@@ -77,20 +66,12 @@ def test_only_changed_customers_are_read_and_every_change_reaches_the_platform(
     meta, _google = servers
     held = meta.audiences[fake_meta.AUDIENCE_ID]
     store = shop.store
-    fillers = [add_customer(session, store, email=f"f{i}@example.com") for i in range(20)]
-    mover = add_customer(session, store, phone="+16505550001")
-    nameless = add_customer(session, store, first_name="Nobody")
-    opted = add_customer(session, store, email="opted@example.com")
-    stopped = add_customer(session, store, phone="+16505550002")
-    erased = add_customer(session, store, email="erased@example.com")
-    dropped = add_customer(session, store, email="dropped@example.com")
+    cast = add_cast(session, store)
+    dropped_id = add_customer(session, store, email="dropped@example.com").id
     buyer = add_customer(session, store, email="buyer@example.com")
-    everyone = [*fillers, mover, opted, stopped, erased, dropped, buyer]
-    ids = {c.id for c in everyone}
+    ids = cast.members | {dropped_id, buyer.id}
     profile_id = shop.profile.id
-    mover_id, nameless_id, dropped_id = mover.id, nameless.id, dropped.id
-    filler_id, buyer_id = fillers[0].id, buyer.id
-    opted_id, stopped_id, erased_id = opted.id, stopped.id, erased.id
+    filler_id, buyer_id = cast.fillers[0], buyer.id
     session.rollback()
 
     def sync() -> None:
@@ -100,44 +81,30 @@ def test_only_changed_customers_are_read_and_every_change_reaches_the_platform(
 
     created = api.create(meta_audience())["id"]
     sync()
-    assert held == {_row(session, i) for i in ids}
+    assert held == {held_row(session, i) for i in ids}
     assert None in reads  # the first sync reads every range
-    old = {i: _row(session, i) for i in ids}
+    old = {i: held_row(session, i) for i in ids}
 
     # Nothing changed: no customer is read; an order (no part of `all`) changes nothing;
     # nor does an update that writes the same values.
     add_order(session, store, buyer, days_ago=1)
-    _sql(session, "UPDATE customers SET email = email WHERE id = :i", i=filler_id)
+    run_sql(session, "UPDATE customers SET email = email WHERE id = :i", i=filler_id)
     calls = len(meta.requests)
     sync()
     assert reads == [] and len(meta.requests) == calls
 
-    _sql(session, "UPDATE customers SET phone_number = '+16505559999' WHERE id = :i", i=mover_id)
-    _sql(session, "UPDATE customers SET email = 'found@example.com' WHERE id = :i", i=nameless_id)
-    _sql(session, "DELETE FROM customers WHERE id = :i", i=dropped_id)
-    answer = client.post(
-        f"/merchant/api/profiles/{profile_id}/customers/opt-out",
-        json={"email": "opted@example.com"},
-        headers=owner,
-    )
-    assert answer.status_code == 200, answer.text
-    opt_out_phone(session, "+16505550002")
-    session.commit()
-    answer = client.post(
-        f"/merchant/api/profiles/{profile_id}/customers/erase",
-        json={"email": "erased@example.com"},
-        headers=owner,
-    )
-    assert answer.json() == {"erased": 1}
+    change_the_cast(session, client, owner, profile_id, cast)
+    run_sql(session, "DELETE FROM customers WHERE id = :i", i=dropped_id)
     newcomer = add_customer(session, store, email="new@example.com")
     newcomer_id = newcomer.id
     session.rollback()
     sync()
-    changed = {mover_id, nameless_id, dropped_id, opted_id, stopped_id, erased_id, newcomer_id}
+    opted_id, stopped_id, erased_id = cast.opted, cast.stopped, cast.erased
+    changed = {cast.mover, cast.nameless, dropped_id, opted_id, stopped_id, erased_id, newcomer_id}
     assert reads == [sorted(changed)]
-    kept = ids - {opted_id, stopped_id, erased_id, dropped_id} | {nameless_id, newcomer_id}
-    assert held == {_row(session, i) for i in kept}
-    for gone in (mover_id, opted_id, stopped_id, erased_id, dropped_id):
+    kept = ids - {opted_id, stopped_id, erased_id, dropped_id} | {cast.nameless, newcomer_id}
+    assert held == {held_row(session, i) for i in kept}
+    for gone in (cast.mover, opted_id, stopped_id, erased_id, dropped_id):
         assert old[gone] not in held
     assert api.get(created)["members"] == len(kept)
 
@@ -150,13 +117,7 @@ def test_only_changed_customers_are_read_and_every_change_reaches_the_platform(
     assert left == 0
 
     # The opt-out lifted and the STOP ended (START): both come back.
-    answer = client.request(
-        "DELETE",
-        f"/merchant/api/profiles/{profile_id}/customers/opt-out",
-        json={"email": "opted@example.com"},
-        headers=owner,
-    )
-    assert answer.status_code == 200, answer.text
+    lift_opt_out(client, owner, profile_id)
     opt_in_phone(session, "+16505550002")
     session.commit()
     sync()
@@ -186,14 +147,14 @@ def test_a_segment_of_orders_compares_every_member(
     created = api.create(meta_audience("buyers"))["id"]
     api.sync(created)
     run_worker(app, worker_settings)
-    assert held == {_row(session, first_id)}
+    assert held == {held_row(session, first_id)}
     add_order(session, shop.store, later, days_ago=1)
     session.rollback()
     reads.clear()
     api.sync(created)
     run_worker(app, worker_settings)
     assert reads and all(part is None for part in reads)
-    assert held == {_row(session, first_id), _row(session, later_id)}
+    assert held == {held_row(session, first_id), held_row(session, later_id)}
 
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="PostgreSQL's writers commit out of order")
@@ -219,7 +180,7 @@ def test_a_write_under_way_is_compared_by_a_later_sync(
     created = api.create(meta_audience())["id"]
     api.sync(created)
     run_worker(app, worker_settings)
-    assert held == {_row(session, quick_id), _row(session, slow_id)}
+    assert held == {held_row(session, quick_id), held_row(session, slow_id)}
     seq_before = session.execute(
         text("SELECT members_seq FROM destinations WHERE id = :d"), {"d": created}
     ).scalar()
@@ -232,13 +193,15 @@ def test_a_write_under_way_is_compared_by_a_later_sync(
         writer.execute(
             text("UPDATE customers SET email = 'slow2@example.com' WHERE id = :i"), {"i": slow_id}
         )
-        _sql(session, "UPDATE customers SET email = 'quick2@example.com' WHERE id = :i", i=quick_id)
+        run_sql(
+            session, "UPDATE customers SET email = 'quick2@example.com' WHERE id = :i", i=quick_id
+        )
         reads.clear()
         api.sync(created)
         run_worker(app, worker_settings)
         # No mark: every range read, the committed change sent, the number kept.
         assert reads and all(part is None for part in reads)
-        assert _row(session, quick_id) in held
+        assert held_row(session, quick_id) in held
         seq_after = session.execute(
             text("SELECT members_seq FROM destinations WHERE id = :d"), {"d": created}
         ).scalar()
@@ -251,4 +214,4 @@ def test_a_write_under_way_is_compared_by_a_later_sync(
     api.sync(created)
     run_worker(app, worker_settings)
     assert reads == [sorted([quick_id, slow_id])]  # both, since the number was kept
-    assert held == {_row(session, quick_id), _row(session, slow_id)}
+    assert held == {held_row(session, quick_id), held_row(session, slow_id)}

@@ -14,13 +14,11 @@ from datetime import timedelta
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import select, text, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences import service as audience_service
-from partnerlink.audiences.choices import opt_out_phone
 from partnerlink.audiences.hashing import CustomerRow
-from partnerlink.customers.models import Customer
 from partnerlink.db.base import utcnow
 from partnerlink.destinations import senders
 from partnerlink.destinations.models import DestinationMember
@@ -32,23 +30,18 @@ from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
 from tests.destinations.sync_helpers import (
     Destinations,
-    customer_row,
+    add_cast,
+    change_the_cast,
     google_audience,
+    held_row,
+    lift_opt_out,
     meta_audience,
+    run_sql,
     run_worker,
 )
 from tests.factories import ConnectedStoreFixture, create_store
 
 Servers = tuple[FakeMeta, FakeGoogle]
-
-
-def _row(session: Session, customer_id: int) -> tuple[str, ...]:
-    customer = session.get(Customer, customer_id)
-    assert customer is not None
-    session.refresh(customer)
-    row = customer_row(customer)
-    session.rollback()  # the SQLite test database has one connection: give it back
-    return row
 
 
 @pytest.fixture
@@ -73,11 +66,6 @@ def _sync(
     run_worker(app, settings)
 
 
-def _sql(session: Session, statement: str, **params: object) -> None:
-    session.execute(text(statement), params)
-    session.commit()
-
-
 def test_incremental_sync_hashes_only_what_changed_and_misses_no_change(
     app: FastAPI,
     session: Session,
@@ -92,28 +80,22 @@ def test_incremental_sync_hashes_only_what_changed_and_misses_no_change(
     meta, _google = servers
     held = meta.audiences[fake_meta.AUDIENCE_ID]
     store = shop.store
-    fillers = [add_customer(session, store, email=f"f{i}@example.com") for i in range(20)]
-    mover = add_customer(session, store, phone="+16505550001")
-    nameless = add_customer(session, store, first_name="Nobody")  # no identifier yet
-    hyphen = add_customer(session, store, email="ma@example.com", first_name="Mary-Ann")
-    opted = add_customer(session, store, email="opted@example.com")
-    stopped = add_customer(session, store, phone="+16505550002")
+    cast = add_cast(session, store)
+    hyphen_id = add_customer(session, store, email="ma@example.com", first_name="Mary-Ann").id
     tester = add_customer(session, store, email="tester@example.com")
-    erased = add_customer(session, store, email="erased@example.com")
-    ids = {c.id for c in [*fillers, mover, hyphen, opted, stopped, tester, erased]}
+    ids = cast.members | {hyphen_id, tester.id}
     test_store = create_store(session, shop.profile, name="Sandbox till")
     session.execute(update(Store).where(Store.id == test_store.id).values(is_test=True))
     session.commit()
     profile_id, partner_id = shop.profile.id, shop.partner.partner.id
-    mover_id, nameless_id, hyphen_id = mover.id, nameless.id, hyphen.id
-    left = {opted.id, stopped.id, tester.id, erased.id}
+    left = {cast.opted, cast.stopped, tester.id, cast.erased}
     session.rollback()  # the SQLite test database has one connection: give it back
     created = api.create(meta_audience())["id"]
     _sync(app, worker_settings, api, created, hashed)
     assert hashed == [len(ids)]
-    assert held == {_row(session, i) for i in ids}
+    assert held == {held_row(session, i) for i in ids}
     old_mover, old_opted, old_stopped, old_tester, old_erased = (
-        _row(session, c.id) for c in (mover, opted, stopped, tester, erased)
+        held_row(session, i) for i in (cast.mover, cast.opted, cast.stopped, tester.id, cast.erased)
     )
 
     # Nothing changed: nothing is hashed, nothing sent.
@@ -122,32 +104,17 @@ def test_incremental_sync_hashes_only_what_changed_and_misses_no_change(
     assert hashed[-1] == 0 and len(meta.requests) == calls
 
     # Changes made behind the application's back (no updated_at moves), and through it.
-    _sql(session, "UPDATE customers SET phone_number = '+16505559999' WHERE id = :i", i=mover_id)
-    _sql(session, "UPDATE customers SET email = 'found@example.com' WHERE id = :i", i=nameless_id)
-    _sql(session, "UPDATE customers SET first_name = 'Mary Ann' WHERE id = :i", i=hyphen_id)
-    answer = client.post(
-        f"/merchant/api/profiles/{profile_id}/customers/opt-out",
-        json={"email": "opted@example.com"},
-        headers=owner,
-    )
-    assert answer.status_code == 200, answer.text
-    opt_out_phone(session, "+16505550002")
-    session.commit()
+    change_the_cast(session, client, owner, profile_id, cast)
+    run_sql(session, "UPDATE customers SET first_name = 'Mary Ann' WHERE id = :i", i=hyphen_id)
     add_order(session, test_store, tester, days_ago=1, partner_id=partner_id)
-    answer = client.post(
-        f"/merchant/api/profiles/{profile_id}/customers/erase",
-        json={"email": "erased@example.com"},
-        headers=owner,
-    )
-    assert answer.json() == {"erased": 1}
     newcomer = add_customer(session, store, email="new@example.com")
     removed_before = api.get(created)["sent"]["removed"]
 
     _sync(app, worker_settings, api, created, hashed)
     newcomer_id = newcomer.id
     session.rollback()
-    members = ids - left | {nameless_id, newcomer_id}
-    assert held == {_row(session, i) for i in members}
+    members = ids - left | {cast.nameless, newcomer_id}
+    assert held == {held_row(session, i) for i in members}
     for gone in (old_mover, old_opted, old_stopped, old_tester, old_erased):
         assert gone not in held
     # Hashed: the changed phone, the gained email, the renamed (same row), the newcomer.
@@ -163,13 +130,7 @@ def test_incremental_sync_hashes_only_what_changed_and_misses_no_change(
     assert hashed[-1] == 0 and len(meta.requests) == calls
 
     # The merchant lifts its opt-out: the customer comes back.
-    answer = client.request(
-        "DELETE",
-        f"/merchant/api/profiles/{profile_id}/customers/opt-out",
-        json={"email": "opted@example.com"},
-        headers=owner,
-    )
-    assert answer.status_code == 200, answer.text
+    lift_opt_out(client, owner, profile_id)
     _sync(app, worker_settings, api, created, hashed)
     assert old_opted in held and hashed[-1] == 1
 
@@ -202,7 +163,7 @@ def test_a_patched_campaign_or_segment_compares_every_member_again(
     buyers = people[:4]
     for buyer in buyers:
         add_order(session, shop.store, buyer, days_ago=3)
-    everyone = {_row(session, p.id) for p in people}
+    everyone = {held_row(session, p.id) for p in people}
     created = api.create(meta_audience())["id"]
     _sync(app, worker_settings, api, created, hashed)
     assert held == everyone
@@ -217,7 +178,7 @@ def test_a_patched_campaign_or_segment_compares_every_member_again(
     )
     session.rollback()
     assert 0 < len(kept) < len(people)
-    assert held == {_row(session, i) for i in kept}
+    assert held == {held_row(session, i) for i in kept}
     assert hashed[-1] == len(kept)  # every member compared once more (but the control group)
     _sync(app, worker_settings, api, created, hashed)
     assert hashed[-1] == 0  # then only changes again
@@ -228,7 +189,7 @@ def test_a_patched_campaign_or_segment_compares_every_member_again(
 
     api.patch(created, {"segment": "buyers"})
     _sync(app, worker_settings, api, created, hashed)
-    assert held == {_row(session, b.id) for b in buyers}
+    assert held == {held_row(session, b.id) for b in buyers}
     assert api.get(created)["members"] == len(buyers)
 
 
@@ -254,7 +215,7 @@ def test_time_based_segments_move_with_nothing_written(
     lapsed = api.create(meta_audience("lapsed", audience_id=lapsed_audience))["id"]
     _sync(app, worker_settings, api, new, hashed)
     _sync(app, worker_settings, api, lapsed, hashed)
-    assert meta.audiences[fake_meta.AUDIENCE_ID] == {_row(session, fresh.id)}
+    assert meta.audiences[fake_meta.AUDIENCE_ID] == {held_row(session, fresh.id)}
     assert meta.audiences[lapsed_audience] == set()
 
     later: Callable[[], object] = lambda: utcnow() + timedelta(days=2)  # noqa: E731
@@ -262,7 +223,7 @@ def test_time_based_segments_move_with_nothing_written(
     _sync(app, worker_settings, api, new, hashed)
     _sync(app, worker_settings, api, lapsed, hashed)
     assert meta.audiences[fake_meta.AUDIENCE_ID] == set()
-    assert meta.audiences[lapsed_audience] == {_row(session, regular.id)}
+    assert meta.audiences[lapsed_audience] == {held_row(session, regular.id)}
     assert api.get(new)["members"] == 0 and api.get(lapsed)["members"] == 1
 
 
@@ -286,7 +247,7 @@ def test_google_sees_a_changed_postal_code_which_meta_does_not_send(
     created = api.create(google_audience())["id"]
     api.sync(created)
     run_worker(app, worker_settings)
-    _sql(session, "UPDATE customers SET postal_code = '10001' WHERE id = :i", i=lou.id)
+    run_sql(session, "UPDATE customers SET postal_code = '10001' WHERE id = :i", i=lou.id)
     api.sync(created)
     run_worker(app, worker_settings)
     postal_codes = [
