@@ -65,9 +65,17 @@ _ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL LI
 _NEWEST_WAITING = Statement("SELECT max(id) FROM order_journal WHERE failed_at IS NULL")
 # Claiming deletes: an entry is applied in the transaction that removes it, so no two
 # appliers can both apply it, even one that read it before another committed.
-_CLAIM_OLDEST = Statement(
+_CLAIM_OLDEST_SQLITE = Statement(
     "DELETE FROM order_journal WHERE id IN (SELECT id FROM order_journal"
     " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit)"
+    " RETURNING id, connection_id, body"
+)
+# PostgreSQL: the ids as an array computed once. Written as `IN (SELECT …)`, the planner,
+# misled by a queue table's statistics (rows come and go faster than ANALYZE), ran the
+# subquery once per journal row: 2.7 s a batch at 6,000 rows waiting, against 17 ms.
+_CLAIM_OLDEST_POSTGRES = Statement(
+    "DELETE FROM order_journal WHERE id = ANY(ARRAY(SELECT id FROM order_journal"
+    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit))"
     " RETURNING id, connection_id, body"
 )
 _OLDEST_IDS = Statement(
@@ -163,7 +171,10 @@ def apply_journal(sql: Sql, *, settings: Settings, wait: bool, up_to: int = _NO_
         return 0
     # RETURNING comes in no promised order: applied oldest first, as acknowledged.
     entries = sorted(
-        sql.all_rows(_CLAIM_OLDEST, {"up_to": up_to, "limit": APPLY_BATCH}),
+        sql.all_rows(
+            _CLAIM_OLDEST_POSTGRES if sql.postgres else _CLAIM_OLDEST_SQLITE,
+            {"up_to": up_to, "limit": APPLY_BATCH},
+        ),
         key=lambda entry: int(entry[0]),
     )
     if entries:
