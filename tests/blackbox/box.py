@@ -103,7 +103,14 @@ class Box:
     def __init__(self, server: LiveServer) -> None:
         self.server = server
         self.url = server.url
-        self.http = httpx.Client(base_url=server.url, timeout=30)
+        # One client for the whole module, idle between tests for as long as the command
+        # line takes: a connection idle near the server's keep-alive timeout (uvicorn's 5 s)
+        # can be closed by the server just as a request goes out on it ("Server
+        # disconnected without sending a response", seen under load). Idle connections
+        # are dropped well before that, as a client should.
+        self.http = httpx.Client(
+            base_url=server.url, timeout=30, limits=httpx.Limits(keepalive_expiry=2.0)
+        )
 
     def close(self) -> None:
         self.http.close()
