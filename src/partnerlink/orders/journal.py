@@ -16,10 +16,11 @@ of up to APPLY_BATCH, by:
 
 What an acknowledged order promises holds either way: it is durable (the journal row
 commits before the answer), it is applied once (the row is claimed, deleted, in the
-transaction that applies it), and its e-receipt is queued once (receipts are keyed by order). A
-store's orders are applied in the order they were acknowledged: while any order waits
-in the journal, new batches are journaled too, even small ones, and one applier runs at
-a time (an advisory lock on PostgreSQL, SQLite's write lock), oldest first.
+transaction that applies it), and its e-receipt is queued once (receipts are keyed by
+order). A store's orders are applied in the order they were acknowledged: while any
+order waits in the journal, new batches are journaled too, even small ones, and one
+applier runs at a time (an advisory lock on PostgreSQL, SQLite's write lock), oldest
+first.
 
 An order that cannot be applied even alone (a bug, not load) is kept with its error
 (`failed_at`, `error`) and logged, never retried in a loop; an operator can see it in
@@ -66,23 +67,22 @@ _APPLY_LOCK = 0x6F72646572
 # 0.8-2.6 ms for a scan of the table's emptied pages until autovacuum has run.
 _ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL ORDER BY id LIMIT 1")
 _NEWEST_WAITING = Statement("SELECT max(id) FROM order_journal WHERE failed_at IS NULL")
+# The oldest entries still to apply, none newer than :up_to.
+_OLDEST_IDS_SQL = (
+    "SELECT id FROM order_journal WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
+)
+_OLDEST_IDS = Statement(_OLDEST_IDS_SQL)
 # Claiming deletes: an entry is applied in the transaction that removes it, so no two
 # appliers can both apply it, even one that read it before another committed.
 _CLAIM_OLDEST_SQLITE = Statement(
-    "DELETE FROM order_journal WHERE id IN (SELECT id FROM order_journal"
-    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit)"
-    " RETURNING id, connection_id, body"
+    f"DELETE FROM order_journal WHERE id IN ({_OLDEST_IDS_SQL}) RETURNING id, connection_id, body"
 )
 # PostgreSQL: the ids as an array computed once. Written as `IN (SELECT …)`, the planner,
 # misled by a queue table's statistics (rows come and go faster than ANALYZE), ran the
 # subquery once per journal row: 2.7 s a batch at 6,000 rows waiting, against 17 ms.
 _CLAIM_OLDEST_POSTGRES = Statement(
-    "DELETE FROM order_journal WHERE id = ANY(ARRAY(SELECT id FROM order_journal"
-    " WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit))"
+    f"DELETE FROM order_journal WHERE id = ANY(ARRAY({_OLDEST_IDS_SQL}))"
     " RETURNING id, connection_id, body"
-)
-_OLDEST_IDS = Statement(
-    "SELECT id FROM order_journal WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
 )
 _CLAIM_ONE = Statement(
     "DELETE FROM order_journal WHERE id = :id AND failed_at IS NULL"
@@ -232,9 +232,9 @@ def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> in
     """A batch that failed, applied order by order: each claimed and applied in a
     transaction of its own (one another applier took meanwhile is skipped), and one that
     fails alone is marked failed (kept, with its error) so it stops no other."""
-    sql = Sql.of_session(session)
-    _take_apply_lock(sql, wait=True)
-    ids = [int(row[0]) for row in sql.all_rows(_OLDEST_IDS, {"up_to": up_to, "limit": APPLY_BATCH})]
+    # Listed without the lock: each entry is claimed under it below.
+    listed = Sql.of_session(session).all_rows(_OLDEST_IDS, {"up_to": up_to, "limit": APPLY_BATCH})
+    ids = [int(row[0]) for row in listed]
     session.commit()
     for entry_id in ids:
         try:
