@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from typer._click import Context
 
 from partnerlink.cli import app as cli_app
 from partnerlink.settings import Settings
@@ -65,12 +66,15 @@ def test_settings_table_is_every_setting_with_its_default() -> None:
 
 def test_command_table_names_real_commands() -> None:
     click_app = typer.main.get_command(cli_app)
+    context = Context(click_app)
     rows = re.findall(
         r"^\| `partnerlink ([a-z-]+)(?: ([a-z-]+))?", section(README, "Command line"), re.M
     )
     assert len(rows) >= 9
     for group, sub in rows:
-        command = click_app.commands[group]  # type: ignore[attr-defined]
+        # Commands are loaded when asked for (cli/__init__.py), as `partnerlink` does.
+        command = click_app.get_command(context, group)  # type: ignore[attr-defined]
+        assert command is not None, group
         if sub and hasattr(command, "commands"):
             assert sub in command.commands, (group, sub)
 

@@ -40,8 +40,8 @@ from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders import web as orders_web
+from partnerlink.orders.barrier import settle_journal
 from partnerlink.orders.fast_lane import OrdersFastLane
-from partnerlink.orders.journal import settle_journal
 from partnerlink.orders.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api

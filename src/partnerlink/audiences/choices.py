@@ -20,7 +20,7 @@ from partnerlink.audiences.models import DIGEST_OF_VALUE, OptOut, Suppression
 from partnerlink.audiences.stored_sizes import forget
 from partnerlink.customers.models import Customer
 from partnerlink.customers.normalize import normalize_email, normalize_phone
-from partnerlink.db.base import utcnow
+from partnerlink.db.base import insert_new, utcnow
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.orders.models import Order
 from partnerlink.orders.touches import erase_touches
@@ -283,4 +283,4 @@ def _suppress(session: Session, profile_id: str, digests: set[str]) -> None:
         }
         for d in sorted(digests)
     ]
-    queries.insert_new(session.connection(), Suppression.__table__, rows)
+    insert_new(session.connection(), Suppression.__table__, rows)

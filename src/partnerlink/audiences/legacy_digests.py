@@ -20,8 +20,8 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.audiences import queries
 from partnerlink.audiences.models import DIGEST_OF_SHA256, LEGACY_SHA256, Suppression
+from partnerlink.db.base import insert_new
 from partnerlink.db.engine import committed_session
 from partnerlink.receipts.models import SmsStop
 from partnerlink.security.identifier_digests import identifier_digest, identifier_key
@@ -47,7 +47,7 @@ def key_legacy_digests(session: Session, digest_key: bytes) -> int:
             }
             for r in plain
         ]
-        queries.insert_new(connection, SmsStop.__table__, keyed)
+        insert_new(connection, SmsStop.__table__, keyed)
         session.execute(
             delete(SmsStop).where(SmsStop.phone_digest.in_([r.phone_digest for r in plain]))
         )
@@ -57,7 +57,7 @@ def key_legacy_digests(session: Session, digest_key: bytes) -> int:
         )
     ).all()
     for row in unkeyed:
-        queries.insert_new(
+        insert_new(
             connection,
             Suppression.__table__,
             [

@@ -81,15 +81,6 @@ def _sha256_sqlite(element: sha256_of, compiler: SQLCompiler, **kw: Any) -> str:
     return f"partnerlink_sha256({compiler.process(element.clauses, **kw)})"
 
 
-def insert_new(connection: Connection, table: Any, rows: Sequence[dict[str, Any]]) -> None:
-    """INSERT ... ON CONFLICT DO NOTHING: a choice already recorded (even by a concurrent
-    request) is simply kept."""
-    if not rows:
-        return
-    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    connection.execute(insert(table).values(list(rows)).on_conflict_do_nothing())
-
-
 def upsert_opt_outs(connection: Connection, rows: Sequence[dict[str, Any]], by: str) -> None:
     """Records `by`'s opt-out (`by_merchant` or `by_stop`) beside any other already held."""
     if not rows:

@@ -7,26 +7,29 @@ stderr, `error: <message> (<code>)`, or with `--json` one JSON object on stdout,
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import typer
 from rich.console import Console
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
-from typer._click import Context  # typer's own click: the one its commands run on
+from typer._click import Command, Context  # typer's own click: the one its commands run on
 from typer.core import TyperGroup
+from typer.main import get_group
 
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
 from partnerlink.db.migrate import Migration, current_revision, upgrade
-from partnerlink.orders.journal import settle_journal
+from partnerlink.orders.barrier import settle_journal
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
 
@@ -46,8 +49,34 @@ class CommandFailed(Exception):
         self.code = code
 
 
+@dataclass(frozen=True)
+class LazyCommand:
+    """A command imported only when it runs: `module`'s Typer `app` holds it. With a
+    `group_help`, the command is that whole app (a group of subcommands, this its line
+    in `--help`); without, it is the app's command of the same name."""
+
+    module: str
+    group_help: str | None
+
+
 class CommandGroup(TyperGroup):
-    """The `partnerlink` command: turns every failure into one line, or one JSON object."""
+    """The `partnerlink` command: loads each command when it runs (`commands_by_name`),
+    and turns every failure into one line, or one JSON object."""
+
+    commands_by_name: ClassVar[dict[str, LazyCommand]] = {}
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), *self.commands_by_name]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        lazy = self.commands_by_name.get(cmd_name)
+        if lazy is None:
+            return super().get_command(ctx, cmd_name)
+        group = get_group(importlib.import_module(lazy.module).app)
+        if lazy.group_help is None:
+            return group.get_command(ctx, cmd_name)
+        group.name, group.help = cmd_name, lazy.group_help
+        return group
 
     def make_context(
         self,

@@ -59,10 +59,10 @@ class DemoSetup:
     pairing_expires_at: str
 
 
-def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+app = typer.Typer()
 
 
+@app.command("demo")
 def demo(json_output: bool = JsonOption) -> None:
     """Create (or reuse) a demo partner, merchant, profile and store, with ready-to-paste commands."""
     settings = load_settings()

@@ -1,31 +1,25 @@
-"""`partnerlink serve` and `partnerlink worker`."""
+"""`partnerlink serve`."""
 
 from __future__ import annotations
 
 import copy
-import logging
 import os
-import signal
-import threading
 from typing import Any
 
 import typer
+import uvicorn.config
 
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate
-from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.log_format import JsonFormatter, use_json_logs
+from partnerlink.cli.serving import run_server
+from partnerlink.log_format import use_json_logs
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV
 
-# The server, the worker and the web app are imported by the two commands that run them:
-# every other command (and its tests, which run it as a process) starts ~1 s sooner.
+# The web app itself is imported by uvicorn's server processes (`create_app`), not here.
+app = typer.Typer()
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
-    app.command("worker")(worker)
-
-
+@app.command("serve")
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
@@ -35,8 +29,6 @@ def serve(
     json_output: bool = JsonOption,
 ) -> None:
     """Migrate the database if needed, then serve everything on one port."""
-    from partnerlink.cli.serving import run_server
-
     settings = load_settings()
     migrate(settings)
     settings.signing_key  # noqa: B018 - create data/secret.key once, before workers race for it
@@ -66,8 +58,6 @@ def log_config(log_format: str = "text") -> dict[str, Any]:
     nowhere under uvicorn. Every handler (uvicorn's access and error lines too)
     redacts every record it prints. `json`: one JSON object a line (log_format.py).
     """
-    import uvicorn.config
-
     config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     config["filters"] = {"redact": {"()": "partnerlink.security.redaction.RedactingFilter"}}
     config["handlers"]["partnerlink"] = {
@@ -94,27 +84,3 @@ def _print_banner(public_url: str) -> None:
         "\nNext: in another terminal, run [bold].venv/bin/partnerlink demo[/bold] for a demo "
         "partner, merchant and store, with ready-to-paste curl commands for both flows.\n"
     )
-
-
-def worker(json_output: bool = JsonOption) -> None:
-    """Run the background worker (uploads, e-receipts) as its own process."""
-    from partnerlink.worker import BackgroundWorker
-
-    settings = load_settings()
-    logging.basicConfig(level=logging.INFO)
-    if settings.log_format == "json":
-        for handler in logging.getLogger().handlers:
-            handler.setFormatter(JsonFormatter())
-    install_log_redaction()
-    migrate(settings)
-    engine = make_engine(settings.database_url)
-    background = BackgroundWorker(make_sessionmaker(engine), settings)
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
-    if not json_output:
-        console.print("PartnerLink worker running; Ctrl-C to stop.")
-    background.start()
-    stopped.wait()
-    background.stop()
-    engine.dispose()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, Integer, MetaData, String
-from sqlalchemy.engine import Dialect
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
@@ -71,3 +73,12 @@ def IdColumn() -> Any:
     from sqlalchemy.orm import mapped_column
 
     return mapped_column(String(36), primary_key=True, default=new_id)
+
+
+def insert_new(connection: Connection, table: Any, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: a row already there (even one a concurrent
+    request inserted) is simply kept."""
+    if not rows:
+        return
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    connection.execute(insert(table).values(list(rows)).on_conflict_do_nothing())

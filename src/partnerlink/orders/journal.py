@@ -9,7 +9,7 @@ commit is durable. The journaled orders are then applied in arrival order, in ba
 of up to APPLY_BATCH, by:
 
 - the worker (`apply_journaled_orders`, a worker task; the server's own by default);
-- any request that reads (`settle_journal`, called by deps.get_session before the
+- any request that reads (`orders/barrier.settle_journal`, called by deps.get_session before the
   request's work, and by the command line): it first applies every order journaled
   before it began, so GET /v1/orders, the receipt page, results, audiences and the
   merchant API see every acknowledged order, as they do when orders are stored at once.
@@ -66,7 +66,6 @@ _APPLY_LOCK = 0x6F72646572
 # applied are marked dead after one pass: 0.2 ms after a burst of 26,000 orders, against
 # 0.8-2.6 ms for a scan of the table's emptied pages until autovacuum has run.
 _ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL ORDER BY id LIMIT 1")
-_NEWEST_WAITING = Statement("SELECT max(id) FROM order_journal WHERE failed_at IS NULL")
 # The oldest entries still to apply, none newer than :up_to.
 _OLDEST_IDS_SQL = (
     "SELECT id FROM order_journal WHERE failed_at IS NULL AND id <= :up_to ORDER BY id LIMIT :limit"
@@ -253,17 +252,6 @@ def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> in
             )
             session.commit()
     return len(ids)
-
-
-def settle_journal(session: Session, settings: Settings) -> None:
-    """The read barrier: applies every order journaled before now, in `session`'s own
-    transactions, so that the request's reads that follow see them. When the journal is
-    empty (nearly always) this is one indexed look-up."""
-    newest = Sql.of_session(session).row(_NEWEST_WAITING, {})[0]
-    if newest is None:
-        return
-    session.commit()
-    apply_in_session(session, settings=settings, wait=True, up_to=int(newest))
 
 
 def apply_journaled_orders(sessions: sessionmaker[Session], settings: Settings) -> int:
