@@ -28,8 +28,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml clients/typescript/package-lock.json
-	@$(BIN)/python -m pip install -q -e '.[dev]'
-	@$(BIN)/python -m pip install -q -e clients/python
+	@$(BIN)/python -m pip install -q --no-compile -e '.[dev]'
+	@$(BIN)/python -m pip install -q --no-compile -e clients/python
 	@$(BIN)/python clients/typescript/scripts/tools.py install
 	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib src clients/python/src >/dev/null || true
 	@touch $(DEV_STAMP)
