@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
+from partnerlink.audiences import one_pass
 from partnerlink.audiences.queries import SEGMENTS
+from partnerlink.audiences.service import audience_scope, digest_key
 from tests.audiences.helpers import add_customer, add_order, audience_sizes
+from tests.conftest import ON_POSTGRES
 from tests.factories import ConnectedStoreFixture
 
 
@@ -96,3 +102,57 @@ def test_list_counts_are_the_exports_rows(
     after = audience_sizes(client, shop.profile.id, owner)
     assert after["buyers"][0] == listed["buyers"][0] - 1
     assert after["top"][1:] == _exported(client, shop, owner, "top")[1:]
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="the one pass and its halves are PostgreSQL's")
+@pytest.mark.parametrize("latest", ["GBP", "USD"])
+def test_a_profile_counted_in_two_halves_counts_as_in_one_pass(
+    client: TestClient,
+    session: Session,
+    shop: ConnectedStoreFixture,
+    owner: dict[str, str],
+    latest: str,
+) -> None:
+    """The two halves at once of a large profile (one_pass.py) against the whole pass, on
+    the varied profile: ties of spend around top's cut, anonymous orders, an opt-out and
+    an erasure."""
+    opted_out, erased, _ = _varied_profile(session, shop, latest)
+    base = f"/merchant/api/profiles/{shop.profile.id}/customers"
+    assert client.post(f"{base}/opt-out", json={"email": opted_out}, headers=owner).is_success
+    assert client.post(f"{base}/erase", json={"email": erased}, headers=owner).is_success
+    session.commit()
+    key = digest_key(client.app.state.settings.signing_key)  # type: ignore[attr-defined]
+    most_used = audience_scope(session, shop.profile.id, key)  # USD
+    counted = {}
+    for currency in ("USD", "EUR", None):
+        scope = replace(most_used, currency=currency)
+        whole = one_pass.segment_sizes(session.connection(), scope, split_from=None)
+        halves = one_pass.segment_sizes(session.connection(), scope, split_from=0)
+        assert halves == whole, currency
+        assert whole.sizes["top"][0] > 0
+        counted[currency] = whole
+    # And as the merchant sees it.
+    listed = audience_sizes(client, shop.profile.id, owner)
+    assert listed == counted[most_used.currency].sizes
+
+
+@given(
+    lower=st.lists(st.tuples(st.integers(-3, 6), st.integers(0, 3)), max_size=12),
+    upper=st.lists(st.tuples(st.integers(-3, 6), st.integers(0, 3)), max_size=12),
+    share=st.floats(0, 1),
+)
+def test_top_of_two_halves_is_top_of_the_whole(
+    lower: list[tuple[int, int]], upper: list[tuple[int, int]], share: float
+) -> None:
+    """top_coverage against sorting every buyer: (spend descending, id ascending), the
+    lower half's ids all below the upper half's."""
+    lower_ranked = sorted(enumerate(lower), key=lambda b: (-b[1][0], b[0]))
+    upper_ranked = sorted(enumerate(upper), key=lambda b: (-b[1][0], b[0]))
+    size = round(share * (len(lower) + len(upper)))
+    everyone = [(spend, 0, i, code) for i, (spend, code) in enumerate(lower)]
+    everyone += [(spend, 1, i, code) for i, (spend, code) in enumerate(upper)]
+    top = sorted(everyone, key=lambda b: (-b[0], b[1], b[2]))[:size]
+    expected = (sum(b[3] & 1 for b in top), sum(b[3] >> 1 for b in top))
+    packed_lower = [spend * 4 + code for _, (spend, code) in lower_ranked]
+    packed_upper = [spend * 4 + code for _, (spend, code) in upper_ranked]
+    assert one_pass.top_coverage(packed_lower, packed_upper, size) == expected

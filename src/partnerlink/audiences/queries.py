@@ -169,9 +169,10 @@ def has_suppressions(connection: Connection, profile_id: str, *, legacy: bool = 
 def order_stats(
     scope: Scope, low: int | None = None, high: int | None = None, *, anonymous: bool = False
 ) -> Subquery:
-    """Each customer's order statistics; with `anonymous`, the orders without a customer
-    too (one row of customer_id NULL), and how many of each one's orders are in the
-    scope's currency (`in_currency`)."""
+    """Each customer's order statistics, of the customers with ids in (low, high]; with
+    `anonymous`, the orders without a customer too (one row of customer_id NULL, with
+    the range that has no `high`), and how many of each one's orders are in the scope's
+    currency (`in_currency`)."""
     in_currency = orders.c.order_currency == (scope.currency or "")
     columns = [
         orders.c.customer_id,
@@ -195,7 +196,10 @@ def order_stats(
     if scope.has_test_stores:
         statement = statement.where(orders.c.store_id.not_in(_test_store_ids()))
     if low is not None:
-        statement = statement.where(orders.c.customer_id > low)
+        after_low = orders.c.customer_id > low
+        if anonymous and high is None:
+            after_low = or_(after_low, orders.c.customer_id.is_(None))
+        statement = statement.where(after_low)
     if high is not None:
         statement = statement.where(orders.c.customer_id <= high)
     return statement.subquery("stats")

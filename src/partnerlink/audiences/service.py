@@ -44,7 +44,7 @@ class UnknownSegment(NotFound):
     detail = "No such segment: use all, buyers, new, repeat, lapsed or top."
 
 
-def _scope(
+def audience_scope(
     session: Session, profile_id: str, digest_key: bytes, *, guess_currency: bool = False
 ) -> queries.Scope:
     """The profile's audience as of now. With `guess_currency`, its currency is the latest
@@ -84,7 +84,7 @@ def audiences(session: Session, *, profile_id: str, digest_key: bytes) -> list[d
     """Every segment with its size and identifier coverage (opted-out and erased left out)."""
     connection = session.connection()
     if connection.dialect.name == "postgresql":
-        scope = _scope(session, profile_id, digest_key, guess_currency=True)
+        scope = audience_scope(session, profile_id, digest_key, guess_currency=True)
         sizes = one_pass.segment_sizes(connection, scope)
         if not scope.has_test_stores and not sizes.currency_is_most_used(scope):
             # No currency has most of the orders: count them all, and pass again in the
@@ -94,7 +94,7 @@ def audiences(session: Session, *, profile_id: str, digest_key: bytes) -> list[d
                 sizes = one_pass.segment_sizes(connection, replace(scope, currency=exact))
         counts = sizes.sizes
     else:
-        scope = _scope(session, profile_id, digest_key)
+        scope = audience_scope(session, profile_id, digest_key)
         # Two passes over the profile: every segment but `top`, then `top` from the
         # buyers' count (SQLite has no ordered array aggregate for the one pass).
         counts = queries.segment_counts(connection, scope, BEFORE_TOP, None)
@@ -127,7 +127,7 @@ def plan_export(
             "format must be meta or google",
             errors=[{"field": "format", "message": "must be meta or google"}],
         )
-    scope = _scope(session, profile_id, digest_key)
+    scope = audience_scope(session, profile_id, digest_key)
     cut = _top_cut(session, scope) if segment == "top" else None
     return ExportPlan(scope, segment, file_format, cut)
 
