@@ -52,6 +52,8 @@ class FakeMeta(FakeServer):
         self.datasets: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.datasets[DATASET_ID] = []
         self.refused_event_ids: set[str] = set()
+        # Audience requests taken before the token expires (None: it never does).
+        self.token_lasts_for: int | None = None
         super().__init__()
 
     @property
@@ -82,6 +84,12 @@ class FakeMeta(FakeServer):
         )
         self.answer_next(status, body)
 
+    def expire_token_after(self, requests: int | None) -> None:
+        """The token expires once this many more audience requests were taken: later ones
+        are refused as Meta refuses an expired token, until `access_token` is renewed."""
+        with self.lock:
+            self.token_lasts_for = requests
+
     def refuse_events(self, *event_ids: str) -> None:
         with self.lock:
             self.refused_event_ids.update(event_ids)
@@ -111,6 +119,13 @@ class FakeMeta(FakeServer):
                 return Answer(*meta_error(400, 100, "Unsupported method"))
             if object_id not in self.audiences:
                 return Answer(*_no_such_object(object_id))
+            expired = self.token_lasts_for == 0  # (handle runs under the lock)
+            if self.token_lasts_for:
+                self.token_lasts_for -= 1
+            if expired:
+                return Answer(
+                    *meta_error(401, 190, "Error validating access token: Session has expired", 463)
+                )
             return self._users(object_id, request.method, body)
         if request.method != "POST":
             return Answer(*meta_error(400, 100, "Unsupported method"))
