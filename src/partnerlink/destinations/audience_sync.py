@@ -125,11 +125,24 @@ def sync_audience(
     ids = changes.ids_to_compare(reads, destination, plan, basis, mark)
     # The recorder outlives the caller: a request answered as the sync stops still has
     # its record written.
+    with sessions() as session:
+        postgres = session.get_bind().dialect.name == "postgresql"
     with (
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-record") as recorder,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-stage") as stager,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="audience-call") as caller,
     ):
-        batches = Batches(sessions, destination, sender, batch, lease, report, caller, recorder)
+        batches = Batches(
+            sessions,
+            destination,
+            sender,
+            batch,
+            lease,
+            report,
+            caller,
+            recorder,
+            stager if postgres else None,
+        )
         _send_chunks(reads, destination, sender, plan, excluded, batches, compare_all, ids)
     with sessions.begin() as session:
         connection = session.connection()

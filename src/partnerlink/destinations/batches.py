@@ -30,10 +30,13 @@ class Batches:
     `recorder`'s records what the platform took, in the same order (its time is mostly
     the database's). A request goes once the one before it was answered, and once the
     record before that one is written: at most two requests' rows are ever taken by the
-    platform and not yet recorded. An addition's rows are written while its request is
-    out, in a transaction committed once the platform took them and rolled back if it
-    did not (`stage_added`): the upsert of 10,000 held rows took longer than the request
-    itself, and an incremental sync's one request waited for both, one after the other.
+    platform and not yet recorded. An addition's rows are written before the platform
+    answers, in a transaction committed once it took them and rolled back if it did not
+    (`stage_added`): the upsert of 10,000 held rows took longer than the request itself,
+    and an incremental sync's one request waited for both, one after the other. With a
+    `stager` (PostgreSQL), a part is staged on its thread as soon as it is formed, while
+    the removals before it are still out; without (SQLite, whose one connection a staged
+    transaction holds), the recorder stages it when its request goes.
     A failure anywhere stops the sync at the next request;
     what was taken is recorded all the same (leaving the executors' `with` blocks waits
     for it). A sync cut short keeps what it recorded; the next sends the rest, and any row
@@ -50,6 +53,7 @@ class Batches:
         report: Report,
         caller: Executor,
         recorder: Executor,
+        stager: Executor | None = None,
     ) -> None:
         self.sessions = sessions
         self.destination = destination
@@ -59,6 +63,7 @@ class Batches:
         self.report = report
         self.caller = caller
         self.recorder = recorder
+        self.stager = stager
         self.adds: list[Addition] = []
         self.removes: list[Removal] = []
         self.in_flight: Future[Future[None]] | None = None
@@ -96,8 +101,14 @@ class Batches:
     def send_adds(self) -> None:
         while self.adds:
             part, self.adds = self.adds[: self.batch], self.adds[self.batch :]
-            self.wait(pending_records=1)
-            self.in_flight = self.caller.submit(self.add, part)
+            staged = self.stager.submit(self.stage_added, part) if self.stager else None
+            try:
+                self.wait(pending_records=1)
+            except BaseException:
+                if staged is not None:
+                    self.recorder.submit(self.discard, staged)
+                raise
+            self.in_flight = self.caller.submit(self.add, part, staged)
 
     def wait(self, *, pending_records: int) -> None:
         """Until the request in flight is answered and at most `pending_records` records
@@ -108,10 +119,12 @@ class Batches:
         while len(self.recording) > pending_records:
             self.recording.popleft().result()
 
-    def add(self, part: list[Addition]) -> Future[None]:
-        """On the caller's thread: one request, its rows staged meanwhile by the recorder,
-        which then commits them (or, should the request fail, rolls them back)."""
-        staged = self.recorder.submit(self.stage_added, part)
+    def add(self, part: list[Addition], staged: Future[Session] | None) -> Future[None]:
+        """On the caller's thread: one request, its rows staged (by the stager, or now by
+        the recorder); the recorder then commits them, or should the request fail, rolls
+        them back."""
+        if staged is None:
+            staged = self.recorder.submit(self.stage_added, part)
         try:
             sent = self.sender.add([row for _, row, _, _ in part])
         except BaseException:
@@ -140,13 +153,14 @@ class Batches:
         return session
 
     def discard(self, staged: Future[Session]) -> None:
-        """The request failed: its staged rows are rolled back (closing rolls back)."""
+        """The request failed or never went: its staged rows are rolled back (closing
+        rolls back), once staged."""
         if staged.exception() is None:
             staged.result().close()
 
     def record_added(self, staged: Future[Session], part: list[Addition], sent: Sent) -> None:
-        """The platform took the staged rows: they are committed with the counters (the
-        staging ran before this on the same thread, so `staged` is done)."""
+        """The platform took the staged rows: they are committed with the counters, once
+        staged."""
         with staged.result() as session:
             queries.add_to_counters(
                 session.connection(),
