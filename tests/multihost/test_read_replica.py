@@ -27,8 +27,9 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.audiences import stored_sizes
+from partnerlink.audiences import one_pass, stored_sizes
 from partnerlink.audiences.models import StoredSizes
+from partnerlink.audiences.service import audience_scope
 from partnerlink.audiences.stored_sizes import (
     forget,
     listed,
@@ -438,3 +439,39 @@ def test_stored_audience_sizes_are_counted_on_the_standby_once_caught_up_else_th
     assert standby_after == standby_before, "a count read a standby behind"
     assert primary_after > primary_before, "the count did not run on the primary"
     standby.scalar("SELECT pg_wal_replay_resume()")
+
+
+def test_a_large_profile_is_counted_in_two_halves_on_the_standby(
+    cluster: tuple[Cluster, Cluster],
+) -> None:
+    """A large profile's audience sizes, counted in two halves at once (one snapshot
+    exported on the standby and imported by the second half's connection, as PostgreSQL
+    allows since version 10), count as the one statement does (audiences/one_pass.py)."""
+    primary, standby = cluster
+    with _own_shop(cluster) as (sessions, shop):
+        with sessions() as session:
+            for n in range(6):
+                phone = f"+1415555{n:04d}" if n % 2 else None
+                customer = add_customer(
+                    session, shop.store, email=f"half{n}@example.com", phone=phone
+                )
+                if n % 3:
+                    add_order(
+                        session,
+                        shop.store,
+                        customer,
+                        days_ago=n,
+                        price=1000 * (1 + n % 2),
+                        partner_id=shop.partner.partner.id,
+                    )
+        wait_replayed(primary, standby)
+        engine = make_engine(Settings(database_url=standby.url).database_url)
+        try:
+            with make_sessionmaker(engine)() as reads:
+                scope = audience_scope(reads, shop.store.profile_id, b"k" * 32)
+                whole = one_pass.segment_sizes(reads.connection(), scope, split_from=None)
+                halves = one_pass.segment_sizes(reads.connection(), scope, split_from=0)
+        finally:
+            engine.dispose()
+    assert halves == whole
+    assert whole.sizes["all"] == (6, 6, 3) and whole.sizes["buyers"][0] == 4
