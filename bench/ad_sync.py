@@ -5,15 +5,20 @@
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile DIR]
 
 Fills a fresh database with customers (generated in SQL), starts the local Meta stand-in
-(tests/destinations/fake_meta.py) in a process of its own, and runs `partnerlink
-destinations sync ID` as an operator would, in a process of its own whose peak RSS is
-read from the kernel (/proc VmHWM) and whose CPU time is its own (all its threads):
+(tests/destinations/fake_meta.py) in a process of its own, and runs what `partnerlink
+destinations sync ID` runs (tasks.sync_now) in a process of its own that stays for the
+next syncs, as the worker does; each sync's peak RSS is read from the kernel (/proc
+VmHWM, reset before it) and its CPU time is the process's own (all its threads):
 
 1. the first sync of a Meta audience of every customer: members/s, CPU seconds and peak
    memory (target: constant memory, at most 300 MiB, at 1,000,000 members);
 2. an incremental sync after 1% of the customers changed their phone by plain SQL (each
    sends its removal by the old row and its addition by the new), as a % of the first's
-   time (target: at most 5%; `--incrementals N` runs N of them, each after another 1%).
+   time (target: at most 5%; `--incrementals N` runs N rounds): in each round, one in
+   the worker's process (its database connections and HTTP client kept from the syncs
+   before), then one, after another 1% changed, in a new process, as a one-shot
+   `partnerlink destinations sync ID` runs (connecting, and the HTTP client's TLS
+   context, ~50 ms, in its time).
    The segment is `all`: the sync reads only the customers whose change number (kept
    by the database, migration 0030) is past the destination's, and their held rows
    (destinations/audience_sync.py): its cost is that of the 1% only;
@@ -145,46 +150,78 @@ def high_water():
 settings = Settings()
 sessions = make_sessionmaker(make_engine(settings.database_url))
 idle = high_water()
-profile = sys.argv[2] if len(sys.argv) > 2 else ""
-if profile:
-    import cProfile
-    profiler = cProfile.Profile()
-    profiler.enable()
-started, cpu = time.perf_counter(), time.process_time()
-outcome = sync_now(sessions, settings, sys.argv[1])
-seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-if profile:
-    profiler.disable()
-    profiler.dump_stats(profile)
-print(json.dumps({
-    "seconds": seconds, "cpu": cpu, "idle": idle, "peak": high_water(), "result": outcome.result
-}))
+for line in sys.stdin:  # one sync a line: its destination id, a tab, a cProfile file or ""
+    destination_id, profile = line.rstrip("\\n").split("\\t")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here: this sync's peak
+    if profile:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
+    started, cpu = time.perf_counter(), time.process_time()
+    outcome = sync_now(sessions, settings, destination_id)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    print(json.dumps({
+        "seconds": seconds, "cpu": cpu, "idle": idle, "peak": high_water(),
+        "result": outcome.result,
+    }), flush=True)
 """
+
+
+class Syncer:
+    """What `partnerlink destinations sync ID` does, in a process of its own that stays
+    for the next syncs, as the worker does (its database connections and its HTTP client
+    kept from one sync to the next); each sync is timed from after the process's imports
+    (tens of seconds on a loaded machine), and its peak RSS read from the kernel (VmHWM,
+    reset before each sync)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SYNC],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def sync(
+        self, database_url: str, destination_id: str, profile: str = ""
+    ) -> tuple[float, float, dict[str, Any]]:
+        """(seconds, peak RSS MiB, the destination as the merchant API shows it). With
+        `profile`, cProfile's statistics of the sync are written to that file (and slow
+        it down)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{destination_id}\t{profile}\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"sync failed (exit status {self.process.wait()})")
+        answer = json.loads(line)
+        if answer["result"] != "synced":
+            raise SystemExit(f"sync ended {answer['result']}")
+        engine = make_engine(Settings(database_url=database_url).database_url)
+        with make_sessionmaker(engine)() as session:
+            shown = destination_json(by_id(session, destination_id))
+        engine.dispose()
+        return float(answer["seconds"]), float(answer["peak"]), {"destination": shown, **answer}
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def sync(
     env: dict[str, str], database_url: str, destination_id: str, profile: str = ""
 ) -> tuple[float, float, dict[str, Any]]:
-    """What `partnerlink destinations sync ID` does, in a process of its own (timed from
-    after its imports, which take tens of seconds on a loaded machine): (seconds, peak RSS
-    MiB, the destination as the merchant API shows it). With `profile`, cProfile's
-    statistics of the sync are written to that file (and slow it down)."""
-    done = subprocess.run(
-        [sys.executable, "-c", SYNC, destination_id, profile],
-        env=env,
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"sync failed: {done.stderr.decode()[-2000:]}")
-    answer = json.loads(done.stdout.decode().strip().splitlines()[-1])
-    if answer["result"] != "synced":
-        raise SystemExit(f"sync ended {answer['result']}")
-    engine = make_engine(Settings(database_url=database_url).database_url)
-    with make_sessionmaker(engine)() as session:
-        shown = destination_json(by_id(session, destination_id))
-    engine.dispose()
-    return float(answer["seconds"]), float(answer["peak"]), {"destination": shown, **answer}
+    """One sync in a new process, as a one-shot `partnerlink destinations sync ID` runs."""
+    syncer = Syncer(env)
+    try:
+        return syncer.sync(database_url, destination_id, profile)
+    finally:
+        syncer.close()
 
 
 def ceiling(url: str, path: str, bodies: list[bytes], requests: int, method: str) -> float:
@@ -320,7 +357,28 @@ def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Pa
             "target": {"audienceId": fake_meta.AUDIENCE_ID},
         },
     )
-    seconds, peak, answer = sync(env, database_url, audience, _profile(args, "first"))
+    worker = Syncer(env)
+    try:
+        seconds, peak, answer = worker.sync(database_url, audience, _profile(args, "first"))
+        first = seconds, peak, answer
+        _audience_figures(args, env, database_url, graph_url, profile_id, audience, worker, first)
+    finally:
+        worker.close()
+    if args.orders > 0:
+        _conversions(args, env, database_url, graph_url, profile_id)
+
+
+def _audience_figures(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    database_url: str,
+    graph_url: str,
+    profile_id: str,
+    audience: str,
+    worker: Syncer,
+    first: tuple[float, float, dict[str, Any]],
+) -> None:
+    seconds, peak, answer = first
     members = answer["destination"]["members"]
     rate = members / seconds
     print(
@@ -337,22 +395,39 @@ def run(args: argparse.Namespace, database_url: str, graph_url: str, workdir: Pa
         f"{top:,.0f} rows/s; the sync runs at {100 * rate / top:.0f}% of it (target: at least 50%)"
     )
 
+    # Each incremental after another 1% changed: first in the worker's process (as the
+    # worker syncs: its connections and HTTP client kept), then in a new process (as a
+    # one-shot `partnerlink destinations sync ID`: connecting, and making the HTTP
+    # client's TLS context, are in its time).
     for run_number in range(args.incrementals):
-        changed = change_one_percent(database_url, profile_id, run_number)
-        removed_before = answer["destination"]["sent"]["removed"]
-        added_before = answer["destination"]["sent"]["added"]
-        name = "again" if run_number == 0 else f"again-{run_number + 1}"
-        again, peak_again, answer = sync(env, database_url, audience, _profile(args, name))
-        sent = answer["destination"]["sent"]
-        print(
-            f"incremental sync after {changed:,} phones changed (1%): {again:.2f} s "
-            f"({answer['cpu']:.2f} s of CPU) = {100 * again / seconds:.1f}% of the first "
-            f"(target: at most 5%; removed {sent['removed'] - removed_before:,}, added "
-            f"{sent['added'] - added_before:,}); peak RSS {peak_again:,.0f} MiB"
-        )
-    if args.orders <= 0:
-        return
+        for where in ("the worker's process", "a new process"):
+            change = 2 * run_number + (where == "a new process")
+            changed = change_one_percent(database_url, profile_id, change)
+            removed_before = answer["destination"]["sent"]["removed"]
+            added_before = answer["destination"]["sent"]["added"]
+            name = "again" if change == 0 else f"again-{change + 1}"
+            if where == "a new process":
+                again, peak_again, answer = sync(env, database_url, audience, _profile(args, name))
+            else:
+                again, peak_again, answer = worker.sync(
+                    database_url, audience, _profile(args, name)
+                )
+            sent = answer["destination"]["sent"]
+            print(
+                f"incremental sync after {changed:,} phones changed (1%), in {where}: "
+                f"{again:.2f} s ({answer['cpu']:.2f} s of CPU) = {100 * again / seconds:.1f}% "
+                f"of the first (target: at most 5%; removed {sent['removed'] - removed_before:,},"
+                f" added {sent['added'] - added_before:,}); peak RSS {peak_again:,.0f} MiB"
+            )
 
+
+def _conversions(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    database_url: str,
+    graph_url: str,
+    profile_id: str,
+) -> None:
     add_orders(database_url, profile_id, args.orders)
     conversions = destination(
         database_url,
