@@ -185,17 +185,17 @@ def _in_two_halves(engine: Engine, scope: Scope, *, middle: int) -> OnePass:
             raise ValueError(f"unexpected snapshot id {snapshot!r}")
         second.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
         with ThreadPoolExecutor(max_workers=1) as other:
-            upper_row = other.submit(_run, second, upper)
+            counting_upper = other.submit(_run, second, upper)
             lower_row = _run(first, lower)
-            upper_row_done = upper_row.result()
+            upper_row = counting_upper.result()
         first.rollback()
         second.rollback()
-    halves = (lower_row, upper_row_done)
+    halves = (lower_row, upper_row)
     counted = [sum(int(row[i] or 0) for row in halves) for i in range(1, len(lower_row) - 1)]
     sizes = _sizes(counted)
     buyers = sizes["buyers"][0]
     with_email, with_phone = top_coverage(
-        lower_row[-1] or [], upper_row_done[-1] or [], (buyers + 4) // 5
+        lower_row[-1] or [], upper_row[-1] or [], (buyers + 4) // 5
     )
     sizes["top"] = ((buyers + 4) // 5, with_email, with_phone)
     return OnePass(sizes, sum(int(row[0] or 0) for row in halves))

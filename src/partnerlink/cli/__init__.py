@@ -12,26 +12,31 @@ import typer
 
 from partnerlink.cli.common import CommandGroup, LazyCommand
 
-# Every command: its name, the module holding it, and its one line in `--help`. A group's
-# module holds a Typer `app` of its subcommands; `serve`, `worker` and `demo` are single
-# commands, named in their module's `app` too.
-CommandGroup.commands_by_name = {
-    "serve": LazyCommand("partnerlink.cli.serve", None),
-    "worker": LazyCommand("partnerlink.cli.worker", None),
-    "db": LazyCommand("partnerlink.cli.db", "Database migrations."),
-    "partners": LazyCommand("partnerlink.cli.partners", "Approved integration partners."),
-    "merchants": LazyCommand("partnerlink.cli.merchants", "Merchant accounts."),
-    "touches": LazyCommand("partnerlink.cli.touches", "Ad touches used to classify conversions."),
-    "sms": LazyCommand("partnerlink.cli.sms", "E-receipt text messages."),
-    "webhooks": LazyCommand("partnerlink.cli.webhooks", "Webhook events and their delivery."),
-    "destinations": LazyCommand(
-        "partnerlink.cli.destinations", "Ad-platform destinations (Meta, Google)."
-    ),
-    "demo": LazyCommand("partnerlink.cli.demo", None),
-}
+
+class PartnerlinkCommand(CommandGroup):
+    # Every command: its name, the module holding it, and its one line in `--help`. A
+    # group's module holds a Typer `app` of its subcommands; `serve`, `worker` and `demo`
+    # are single commands, named in their module's `app` too.
+    commands_by_name = {
+        "serve": LazyCommand("partnerlink.cli.serve", None),
+        "worker": LazyCommand("partnerlink.cli.worker", None),
+        "db": LazyCommand("partnerlink.cli.db", "Database migrations."),
+        "partners": LazyCommand("partnerlink.cli.partners", "Approved integration partners."),
+        "merchants": LazyCommand("partnerlink.cli.merchants", "Merchant accounts."),
+        "touches": LazyCommand(
+            "partnerlink.cli.touches", "Ad touches used to classify conversions."
+        ),
+        "sms": LazyCommand("partnerlink.cli.sms", "E-receipt text messages."),
+        "webhooks": LazyCommand("partnerlink.cli.webhooks", "Webhook events and their delivery."),
+        "destinations": LazyCommand(
+            "partnerlink.cli.destinations", "Ad-platform destinations (Meta, Google)."
+        ),
+        "demo": LazyCommand("partnerlink.cli.demo", None),
+    }
+
 
 app = typer.Typer(
-    cls=CommandGroup,
+    cls=PartnerlinkCommand,
     help="PartnerLink: connect partners' systems to merchant accounts.",
     no_args_is_help=True,
     add_completion=False,

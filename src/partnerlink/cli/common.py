@@ -60,8 +60,8 @@ class LazyCommand:
 
 
 class CommandGroup(TyperGroup):
-    """The `partnerlink` command: loads each command when it runs (`commands_by_name`),
-    and turns every failure into one line, or one JSON object."""
+    """The `partnerlink` command: loads each command when it runs (a subclass names them
+    in `commands_by_name`), and turns every failure into one line, or one JSON object."""
 
     commands_by_name: ClassVar[dict[str, LazyCommand]] = {}
 
