@@ -37,6 +37,8 @@ def test_a_request_refused_midway_leaves_held_only_what_the_platform_took(
     worker_settings: Settings,
 ) -> None:
     platform, _google = servers
+    # A 10,000-row request: more than the suite's 1 s timeout on a busy machine.
+    worker_settings = worker_settings.model_copy(update={"ad_request_timeout_seconds": 30.0})
     session.execute(
         insert(Customer),
         [
