@@ -137,8 +137,8 @@ class Batches:
         return self.recorder.submit(self.record_removed, part, sent)
 
     def stage_added(self, part: list[Addition]) -> Session:
-        """On the recorder's thread, while the request is out: the rows as held once the
-        platform takes them, written in a transaction left open."""
+        """On the stager's thread (or the recorder's), before the platform answers: the
+        rows as held once it takes them, written in a transaction left open."""
         session = self.sessions()
         try:
             connection = session.connection()
