@@ -28,7 +28,7 @@ from typer.main import get_group
 
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
-from partnerlink.db.migrate import Migration, current_revision, upgrade
+from partnerlink.db.migrate import Migration, current_revision, upgrade, upgrade_from
 from partnerlink.orders.barrier import settle_journal
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
@@ -129,10 +129,12 @@ def load_settings() -> Settings:
     return get_settings()
 
 
-def migrate(settings: Settings) -> Migration:
+def migrate(settings: Settings, revision: str | None = None) -> Migration:
     """Brings the database to the newest schema; a database out of reach is one clear error."""
     try:
-        migration = upgrade(settings.database_url)
+        url = settings.database_url
+        # `revision`: the caller read it already (migrate_existing); else it is read here.
+        migration = upgrade(url) if revision is None else upgrade_from(url, revision)
         # What migration 0015 could not key without the service key (CONTRACT §12).
         engine = make_engine(settings.database_url)
         try:
@@ -228,7 +230,7 @@ def migrate_existing(settings: Settings) -> Migration:
             "(or partnerlink serve) first",
             code="database_not_migrated",
         )
-    return migrate(settings)
+    return migrate(settings, revision)
 
 
 def _sqlite_file(url: URL) -> Path | None:

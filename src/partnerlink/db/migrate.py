@@ -74,7 +74,11 @@ def current_revision(database_url: str) -> str | None:
 
 
 def upgrade(database_url: str) -> Migration:
-    before = current_revision(database_url)
+    return upgrade_from(database_url, current_revision(database_url))
+
+
+def upgrade_from(database_url: str, before: str | None) -> Migration:
+    """`upgrade` of a database whose revision the caller just read (`before`)."""
     head = head_revision()
     if before == head:
         return Migration(before=before, after=head)
