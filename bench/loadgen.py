@@ -12,7 +12,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ class Run:
     server_cpu_seconds: float = 0.0
     # CPU of whatever `also` counted over the same window (bench/capacity.py: PostgreSQL's).
     other_cpu_seconds: float = 0.0
+    # CPU of each of `parts` over the same window, by name (bench/orders.py).
+    parts_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -74,9 +76,11 @@ def drive(
     seconds: float,
     server: int | None = None,
     also: Callable[[], float] | None = None,
+    parts: dict[str, Callable[[], float]] | None = None,
 ) -> Run:
     """Runs the load; with `server` (a pid), also the CPU its processes used while measured,
-    and with `also` (a reading of CPU seconds so far) that reading's growth over the window."""
+    with `also` (a reading of CPU seconds so far) that reading's growth over the window,
+    and with `parts` the same for each named reading."""
     try:
         import uvloop
 
@@ -85,10 +89,14 @@ def drive(
         runner = asyncio.run
 
     async def measured() -> Run:
-        cpu: list[tuple[float, float]] = []
+        cpu: list[tuple[float, float, dict[str, float]]] = []
 
-        def reading() -> tuple[float, float]:
-            return (cpu_seconds(server) if server else 0.0, also() if also else 0.0)
+        def reading() -> tuple[float, float, dict[str, float]]:
+            return (
+                cpu_seconds(server) if server else 0.0,
+                also() if also else 0.0,
+                {name: read() for name, read in (parts or {}).items()},
+            )
 
         async def sample() -> None:
             await asyncio.sleep(warmup)
@@ -101,6 +109,7 @@ def drive(
         await sampler
         run.server_cpu_seconds = cpu[1][0] - cpu[0][0]
         run.other_cpu_seconds = cpu[1][1] - cpu[0][1]
+        run.parts_cpu_seconds = {name: cpu[1][2][name] - cpu[0][2][name] for name in cpu[1][2]}
         return run
 
     result: Run = runner(measured())
@@ -123,6 +132,26 @@ def process_cpu_seconds(pids: list[int]) -> float:
             continue
         total += (int(fields[11]) + int(fields[12])) / ticks
     return total
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU of this process (the load generator) so far."""
+    times = os.times()
+    return times.user + times.system
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU of every PostgreSQL process of this machine so far (backends, WAL writer,
+    checkpointer, autovacuum): the database's whole share of the machine."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in {"postgres", "postmaster"}:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return process_cpu_seconds(pids)
 
 
 def children(pid: int) -> list[int]:

@@ -39,13 +39,21 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from benchdb import analyze, fresh_database, journal_drained  # bench/benchdb.py
-from loadgen import Run, drive, server_pids  # bench/loadgen.py
+from loadgen import (  # bench/loadgen.py
+    Run,
+    drive,
+    own_cpu_seconds,
+    postgres_cpu_seconds,
+    process_cpu_seconds,
+    server_pids,
+)
 
 # At module level: FastAPI resolves the endpoint's (string) annotations in these globals.
 # Imported inside ceiling_app, `OrderIn` went unresolved and the "ceiling" answered 422
@@ -241,6 +249,16 @@ def start_server(env: dict[str, str], port: int, workers: int, log: Any) -> subp
     )
 
 
+def start_worker(env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
+    """`partnerlink worker`, in a process of its own, logging to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "partnerlink", "worker"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def start_ceiling(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
     """The ceiling's server (`ceiling_app`), started and answering."""
     ceiling = subprocess.Popen(
@@ -279,7 +297,15 @@ def measure_ceiling(
     ceiling = start_ceiling(env, port, workers)
     try:
         requests = http_requests(bodies, port, token)
-        return drive(port, requests, args.connections, args.warmup, args.seconds, ceiling.pid)
+        return drive(
+            port,
+            requests,
+            args.connections,
+            args.warmup,
+            args.seconds,
+            ceiling.pid,
+            parts={"load generator": own_cpu_seconds},
+        )
     finally:
         stop(ceiling)
 
@@ -372,7 +398,16 @@ def main() -> None:
         help="the background worker inside the server (one box's default), not as"
         " `partnerlink worker` beside it (the default here, as at scale)",
     )
+    parser.add_argument(
+        "--worker-after",
+        action="store_true",
+        help="stop `partnerlink worker` for the measured window and start it again after"
+        " (the journal's backlog then timed): the serving tier alone, as when the workers"
+        " run on machines of their own",
+    )
     args = parser.parse_args()
+    if args.worker_after and args.worker_in_server:
+        parser.error("--worker-after needs the worker in a process of its own")
 
     bodies = workload(args.orders)
     with tempfile.TemporaryDirectory(prefix="plk-bench-orders-") as tmp:
@@ -392,19 +427,32 @@ def main() -> None:
             try:
                 wait_healthy(base, server)
                 if not args.worker_in_server:  # started once the server has migrated the database
-                    worker = subprocess.Popen(
-                        [sys.executable, "-m", "partnerlink", "worker"],
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
+                    worker = start_worker(env, log)
                 token, _profile = connect_store(base, env, workdir)
                 requests = http_requests(bodies, port, token)
                 # Customers and orders stored, then statistics on them as in service.
                 drive(port, requests, args.connections, 0, args.warmup)
                 journal_drained(database_url)  # the warm-up's journaled orders, applied
                 analyze(database_url)
-                run = drive(port, requests, args.connections, args.warmup, args.seconds, server.pid)
+                if args.worker_after and worker is not None:
+                    stop(worker)  # its machine is another: none of this one's CPU
+                    worker = None
+                parts = {"load generator": own_cpu_seconds}
+                if worker is not None:
+                    parts["worker"] = partial(process_cpu_seconds, [worker.pid])
+                if not is_sqlite:
+                    parts["database"] = postgres_cpu_seconds
+                run = drive(
+                    port,
+                    requests,
+                    args.connections,
+                    args.warmup,
+                    args.seconds,
+                    server.pid,
+                    parts=parts,
+                )
+                if args.worker_after:
+                    worker = start_worker(env, log)
                 # Orders acknowledged into the journal and still waiting when the load stops.
                 backlog = journal_drained(database_url)
                 profile_lines: list[str] = []
@@ -485,10 +533,21 @@ def report(
             f"ceiling {1e6 * top.server_cpu_seconds / len(top.latencies):,.0f} us; "
             f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
         )
+        print(f"CPU an order:   {cpu_line(run)}")
+        print(f"CPU a request of the ceiling: {cpu_line(top)}")
     errors = sum(n for status, n in run.statuses.items() if status != 200)
     if errors:
         tail = (workdir / "server.log").read_text(errors="replace")[-2000:]
         print(f"non-200 answers: {errors}; server log tail:\n{tail}")
+
+
+def cpu_line(run: Run) -> str:
+    """Each process's CPU an answer over the measured window, and their sum: on a machine
+    the processes keep busy, the two runs' sums set the ratio of their rates."""
+    parts = {"server": run.server_cpu_seconds, **run.parts_cpu_seconds}
+    each = {name: 1e6 * seconds / len(run.latencies) for name, seconds in parts.items()}
+    shown = ", ".join(f"{name} {us:,.0f}" for name, us in each.items())
+    return f"{shown}; in all {sum(each.values()):,.0f} us"
 
 
 def report_backlog(run: Run, held: int, took: float, *, seconds: float) -> None:

@@ -101,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if worker is not None:
                 worker.stop()
+            await app.state.orders_pipeline.close()
             engine.dispose()
             if read_engine is not None:
                 read_engine.dispose()

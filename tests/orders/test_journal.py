@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from functools import partial
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import select, text
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
 from partnerlink.cli.common import unit_of_work
+from partnerlink.db.base import utcnow
+from partnerlink.orders.facts import facts_of, from_journal
 from partnerlink.orders.journal import (
+    APPLY_BATCH,
+    BUSY_SECONDS,
     JOURNALED,
+    OrderIntake,
     apply_journaled_orders,
-    take_orders,
 )
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
@@ -54,6 +59,52 @@ def journal(session: Session) -> list[JournaledOrder]:
     return rows
 
 
+def test_the_worker_lets_fewer_than_a_batch_gather_before_applying_them(
+    journal_client: TestClient,
+    journal_app: FastAPI,
+    journal_settings: Settings,
+    session: Session,
+    shop: ConnectedStoreFixture,
+) -> None:
+    for order_id in ("G-1", "G-2"):
+        assert post(journal_client, shop.auth, order_body(order_id)).status_code == 200
+    sessions = journal_app.state.sessionmaker
+    # Two orders, just acknowledged: left to gather.
+    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=60) == 0
+    assert len(journal(session)) == 2
+    # The oldest has waited long enough: both applied.
+    session.execute(update(JournaledOrder).values(received_at=utcnow() - timedelta(seconds=61)))
+    session.commit()
+    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=60) == 2
+    assert sorted(order.order_id for order in orders(session)) == ["G-1", "G-2"]
+
+
+def test_a_full_batch_is_applied_without_gathering(
+    journal_client: TestClient,
+    journal_app: FastAPI,
+    journal_settings: Settings,
+    session: Session,
+    shop: ConnectedStoreFixture,
+) -> None:
+    assert post(journal_client, shop.auth, order_body("G-3")).status_code == 200
+    [entry] = journal(session)
+    # A batch's worth: copies of its row (one order, applied APPLY_BATCH times over).
+    for _ in range(APPLY_BATCH - 1):
+        session.execute(
+            text(
+                "INSERT INTO order_journal (profile_id, store_id, connection_id, body,"
+                " received_at) SELECT profile_id, store_id, connection_id, body, received_at"
+                " FROM order_journal WHERE id = :id"
+            ),
+            {"id": entry.id},
+        )
+    session.commit()
+    assert len(journal(session)) == APPLY_BATCH
+    sessions = journal_app.state.sessionmaker
+    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=60) == APPLY_BATCH
+    assert [order.order_id for order in orders(session)] == ["G-3"]
+
+
 def test_an_acknowledged_order_is_journaled_then_seen_by_the_next_read(
     journal_client: TestClient, session: Session, shop: ConnectedStoreFixture
 ) -> None:
@@ -65,9 +116,9 @@ def test_an_acknowledged_order_is_journaled_then_seen_by_the_next_read(
     assert answer.status_code == 200
     assert answer.json() == {"statusCode": 200}
 
-    # Durable before the answer: the body as sent, by the connection that sent it.
+    # Durable before the answer: the order as validated, by the connection that sent it.
     [entry] = journal(session)
-    assert entry.body == sent
+    assert from_journal(entry.body) == facts_of(OrderIn.model_validate_json(sent))
     assert entry.profile_id == shop.profile.id
     assert entry.store_id == shop.store.id
     assert entry.failed_at is None
@@ -97,8 +148,8 @@ def test_the_worker_applies_journaled_orders_once_and_in_arrival_order(
     assert len(journal(session)) == 2
 
     sessions = journal_app.state.sessionmaker
-    assert apply_journaled_orders(sessions, journal_settings) == 2
-    assert apply_journaled_orders(sessions, journal_settings) == 0
+    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=0) == 2
+    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=0) == 0
     [stored] = orders(session)
     assert stored.order_status == "CLOSED"
     assert len(receipts(session)) == 1  # one SMS for the closed order
@@ -139,35 +190,67 @@ def test_a_long_queue_is_journaled_and_a_store_snapshot_reaches_the_next_order(
         for body in (moved, after)
     ]
     # Two orders queued together reach the default threshold (2): journaled, not stored.
-    assert run_posts(app, partial(take_orders, settings=settings), posts) == [JOURNALED, JOURNALED]
+    assert run_posts(app, OrderIntake(settings), posts) == [JOURNALED, JOURNALED]
     assert orders(session) == []
 
-    assert apply_journaled_orders(app.state.sessionmaker, settings) == 2
+    assert apply_journaled_orders(app.state.sessionmaker, settings, gather_seconds=0) == 2
     by_body = {receipt.body.split(":")[0]: receipt.to_phone for receipt in receipts(session)}
     # The second order was applied with the store as the first one left it.
     assert by_body == {"Your receipt from Tokyo Bistro": "+819012345678"}
 
 
+ClockedIntake = tuple[OrderIntake, list[float]]
+
+
+@pytest.fixture
+def clocked(app: FastAPI) -> ClockedIntake:
+    """The app's intake on a clock of the test's: set `now[0]`."""
+    now = [0.0]
+    return OrderIntake(app.state.settings, clock=lambda: now[0]), now
+
+
+def lone_post(shop: ConnectedStoreFixture, order_id: str) -> OrderPost:
+    return OrderPost(shop.access_token, OrderIn.model_validate(order_body(order_id)))
+
+
 def test_while_orders_wait_in_the_journal_a_single_order_waits_behind_them(
-    app: FastAPI, session: Session, shop: ConnectedStoreFixture
+    app: FastAPI, session: Session, shop: ConnectedStoreFixture, clocked: ClockedIntake
 ) -> None:
-    session.close()
+    session.close()  # SQLite: the app's one connection must be free
     settings = app.state.settings
-    first = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-7")))
-    second = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-8")))
-    assert run_posts(app, partial(take_orders, settings=settings), [first, second]) == [
-        JOURNALED,
-        JOURNALED,
-    ]
+    intake, now = clocked
+    single = partial(lone_post, shop)
+
+    assert run_posts(app, intake, [single("J-7"), single("J-8")]) == [JOURNALED, JOURNALED]
     # Alone, it would be stored at once; behind journaled orders it is journaled too.
-    third = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-9")))
-    assert run_posts(app, partial(take_orders, settings=settings), [third]) == [JOURNALED]
-    assert apply_journaled_orders(app.state.sessionmaker, settings) == 3
+    now[0] = 1.0
+    assert run_posts(app, intake, [single("J-9")]) == [JOURNALED]
+    assert apply_journaled_orders(app.state.sessionmaker, settings, gather_seconds=0) == 3
     assert [order.order_id for order in orders(session)] == ["J-7", "J-8", "J-9"]
     # The journal empty, a single order is stored at once again.
-    fourth = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-10")))
-    [stored] = run_posts(app, partial(take_orders, settings=settings), [fourth])
+    [stored] = run_posts(app, intake, [single("J-10")])
     assert isinstance(stored, StoredOrder) and stored.order_pk is not None
+
+
+def test_a_single_order_is_journaled_while_the_process_is_busy(
+    app: FastAPI, session: Session, shop: ConnectedStoreFixture, clocked: ClockedIntake
+) -> None:
+    session.close()  # SQLite: the app's one connection must be free
+    settings = app.state.settings
+    intake, now = clocked
+    single = partial(lone_post, shop)
+
+    assert run_posts(app, intake, [single("J-13"), single("J-14")]) == [JOURNALED, JOURNALED]
+    assert apply_journaled_orders(app.state.sessionmaker, settings, gather_seconds=0) == 2
+    # The journal is empty, but a long batch was journaled a moment ago: under load.
+    now[0] = BUSY_SECONDS / 2
+    assert run_posts(app, intake, [single("J-15")]) == [JOURNALED]
+    assert apply_journaled_orders(app.state.sessionmaker, settings, gather_seconds=0) == 1
+    # Quiet again: stored before the answer.
+    now[0] = BUSY_SECONDS * 2
+    [stored] = run_posts(app, intake, [single("J-16")])
+    assert isinstance(stored, StoredOrder) and stored.order_pk is not None
+    assert [order.order_id for order in orders(session)] == ["J-13", "J-14", "J-15", "J-16"]
 
 
 def test_an_order_that_cannot_be_applied_is_kept_as_failed_and_stops_no_other(
@@ -190,13 +273,19 @@ def test_an_order_that_cannot_be_applied_is_kept_as_failed_and_stops_no_other(
     session.commit()
     assert post(journal_client, shop.auth, order_body("J-12")).status_code == 200
 
-    assert apply_journaled_orders(journal_app.state.sessionmaker, journal_settings) == 3
+    assert (
+        apply_journaled_orders(journal_app.state.sessionmaker, journal_settings, gather_seconds=0)
+        == 3
+    )
     assert sorted(order.order_id for order in orders(session)) == ["J-11", "J-12"]
     [kept] = journal(session)
     assert kept.id != good.id and kept.failed_at is not None
     assert kept.error == "ValidationError"
     # Kept, never retried in a loop, and no read waits for it.
-    assert apply_journaled_orders(journal_app.state.sessionmaker, journal_settings) == 0
+    assert (
+        apply_journaled_orders(journal_app.state.sessionmaker, journal_settings, gather_seconds=0)
+        == 0
+    )
     read = journal_client.get("/v1/orders", params={"orderId": "J-12"}, headers=shop.auth)
     assert read.status_code == 200
 
@@ -206,7 +295,7 @@ def test_the_command_line_sees_journaled_orders(
 ) -> None:
     session.close()
     post_ = OrderPost(shop.access_token, OrderIn.model_validate(order_body("J-13")))
-    handler = partial(take_orders, settings=journal_settings)
+    handler = OrderIntake(journal_settings)
     assert run_posts(app, handler, [post_]) == [JOURNALED]
     with unit_of_work(journal_settings) as cli_session:
         count = cli_session.execute(text("SELECT count(*) FROM orders")).scalar_one()

@@ -70,7 +70,7 @@ class OrdersFastLane:
             return
         scope[ROUTE_TEMPLATE] = PATH
         try:
-            await order_pipeline(scope["app"]).run(OrderPost(token=token, order=order, body=body))
+            await order_pipeline(scope["app"]).run(OrderPost(token=token, order=order))
         except DomainError as refused:  # an unknown or revoked token; a busy database
             await problem_from(refused)(scope, receive, send)
             return

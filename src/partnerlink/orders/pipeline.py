@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine
@@ -54,15 +54,27 @@ Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that i
 # Does a batch's work inside its transaction: an outcome per item, in order. Raising
 # rolls the batch back; each item then runs again alone.
 Handler = Callable[[Sql, list[Item]], list[Outcome]]
+# Takes a batch on the event loop itself, without a thread (orders: journal_append.py), or
+# answers None to leave it to the handler.
+QuickHandler = Callable[[list[Item]], Awaitable[list[Outcome] | None]]
 
 
 class Pipeline(Generic[Item]):
     """Items of one kind (orders: `OrderPost`) carried to `handler` in batches."""
 
-    def __init__(self, engine: Engine, slots: int, handler: Handler[Item]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        slots: int,
+        handler: Handler[Item],
+        quick: QuickHandler[Item] | None = None,
+    ) -> None:
         self.engine = engine
         self.slots = max(1, slots)
         self.handler = handler
+        self.quick = quick
+        # What `close` runs at shutdown: whatever the quick handler holds (a connection).
+        self.on_close: Callable[[], Awaitable[None]] | None = None
         # A drain keeps its connection between batches only when the pool has more than the
         # drains take: SQLite's single connection goes back after every batch, so that
         # requests and the worker, which share it, are never starved by a stream of orders.
@@ -76,6 +88,11 @@ class Pipeline(Generic[Item]):
         self.queue.append((item, future))
         self._start_drain()
         return await future
+
+    async def close(self) -> None:
+        """At shutdown, once no more items come (the app's lifespan)."""
+        if self.on_close is not None:
+            await self.on_close()
 
     def _start_drain(self) -> None:
         if self.queue and len(self.drains) < self.slots:
@@ -93,10 +110,11 @@ class Pipeline(Generic[Item]):
         try:
             while self.queue:
                 batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+                items = [item for item, _ in batch]
                 try:
-                    outcomes = await run_in_threadpool(
-                        _run_all, held, self.handler, [item for item, _ in batch]
-                    )
+                    outcomes = await self.quick(items) if self.quick is not None else None
+                    if outcomes is None:
+                        outcomes = await run_in_threadpool(_run_all, held, self.handler, items)
                 except BaseException as error:  # cancelled at shutdown: no request waits forever
                     for _item, future in batch:
                         if future.done():
@@ -124,7 +142,7 @@ def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) ->
     try:
         sql = held.sql()
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
-        return _refused(len(items), error)
+        return refusals(len(items), error)
     try:
         try:
             return _together(sql, handler, items)
@@ -137,7 +155,7 @@ def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) ->
             return _together(sql, handler, items)
     except sql.errors.OperationalError as error:
         if not sql.is_lock_conflict(error):
-            return _refused(len(items), error)
+            return refusals(len(items), error)
         return [_alone(sql, handler, item) for item in items]  # they may wait their turn
     except Exception:
         return [_alone(sql, handler, item) for item in items]
@@ -157,12 +175,12 @@ def _alone(sql: Sql, handler: Handler[Item], item: Item) -> Outcome:
         with transaction(sql):
             return handler(sql, [item])[0]
     except sql.errors.OperationalError as error:
-        return _refused(1, error)[0]
+        return refusals(1, error)[0]
     except Exception as error:
         return False, error
 
 
-def _refused(count: int, error: Exception) -> list[Outcome]:
+def refusals(count: int, error: Exception) -> list[Outcome]:
     """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 500s."""
     log.warning("%d order(s) not stored, database busy: %s", count, type(error).__name__)
     refusals: list[Outcome] = []
@@ -173,11 +191,13 @@ def _refused(count: int, error: Exception) -> list[Outcome]:
     return refusals
 
 
-def pipeline_for(engine: Engine, handler: Handler[Item]) -> Pipeline[Item]:
+def pipeline_for(
+    engine: Engine, handler: Handler[Item], quick: QuickHandler[Item] | None = None
+) -> Pipeline[Item]:
     """A pipeline with at most MAX_DRAINS batches at once, never more than the pool has
     connections. Make one per engine and handler, and keep it (create_app keeps the
     orders' one: orders/wiring.py)."""
-    return Pipeline(engine, min(_pool_size(engine), MAX_DRAINS), handler)
+    return Pipeline(engine, min(_pool_size(engine), MAX_DRAINS), handler, quick)
 
 
 def _pool_size(engine: Engine) -> int:

@@ -26,6 +26,7 @@ from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import identifier_hash, reclassify_customers, window_start
+from partnerlink.orders.facts import OrderFacts, facts_of
 from partnerlink.orders.models import Order
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
@@ -70,8 +71,6 @@ class OrderPost:
 
     token: str
     order: OrderIn
-    # The body as received, when it came whole (the fast lane): journaled as is.
-    body: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     """
     return store_orders(
         sql,
-        [post.order for post in posts],
+        [facts_of(post.order) for post in posts],
         lambda index: authenticate_access_token_sql(sql, posts[index].token, _ACCESS_WITH_STORE),
         settings=settings,
     )
@@ -133,7 +132,7 @@ def journaled_caller(sql: Sql, connection_id: str) -> ConnectedStore:
 
 def store_orders(
     sql: Sql,
-    orders: Sequence[OrderIn],
+    orders: Sequence[OrderFacts],
     caller_of: Callable[[int], ConnectedStore],
     *,
     settings: Settings,
@@ -175,7 +174,7 @@ def store_orders(
         to_phone = receipt_phone(
             green_invoices=one.store.green_invoices,
             order_status=values["order_status"],
-            phone=one.order.customerPhoneNumber,
+            phone=one.order.phone_number,
             default_region=one.store.country_code,
         )
         if to_phone is not None:
@@ -183,7 +182,7 @@ def store_orders(
                 order_pk=order_pk,
                 store_id=one.caller.store_id,
                 profile_id=one.caller.profile_id,
-                order_id=one.order.orderId,
+                order_id=one.order.order_id,
                 store_name=one.store.name,
                 to_phone=to_phone,
             )
@@ -226,7 +225,7 @@ class _Admitted:
     """An order whose token was accepted, with the store as that order sees it."""
 
     index: int  # its place in the batch
-    order: OrderIn
+    order: OrderFacts
     caller: ConnectedStore
     store: _StoreFacts
 
@@ -236,15 +235,15 @@ def _customer_of(one: _Admitted) -> tuple[str, CustomerFields]:
     order = one.order
     return one.caller.profile_id, normalize_fields(
         default_region=one.store.country_code,
-        email=order.customerEmail,
-        phone_number=order.customerPhoneNumber,
-        first_name=order.customerFirstName,
-        last_name=order.customerLastName,
-        postal_code=order.customerPostalCode,
+        email=order.email,
+        phone_number=order.phone_number,
+        first_name=order.first_name,
+        last_name=order.last_name,
+        postal_code=order.postal_code,
     )
 
 
-def _store_facts(sql: Sql, *, caller: ConnectedStore, order: OrderIn) -> _StoreFacts:
+def _store_facts(sql: Sql, *, caller: ConnectedStore, order: OrderFacts) -> _StoreFacts:
     if order.store is not None:
         return _StoreFacts(
             *apply_store_profile_sql(sql, store_id=caller.store_id, profile=order.store)
@@ -255,7 +254,7 @@ def _store_facts(sql: Sql, *, caller: ConnectedStore, order: OrderIn) -> _StoreF
 
 def _columns(
     sql: Sql,
-    order: OrderIn,
+    order: OrderFacts,
     *,
     caller: ConnectedStore,
     customer: CustomerRecord | None,
@@ -263,38 +262,35 @@ def _columns(
 ) -> dict[str, Any]:
     """The upsert's parameters: the order's columns in the form the driver stores (see
     db/raw.py), and for a known customer what its conversion class is computed from."""
-    details = order.orderDetails
-    offset = order.createdAt.utcoffset() or timedelta(0)
+    offset = order.created_at.utcoffset() or timedelta(0)
     now = sql.time(utcnow())
     columns: dict[str, Any] = {
         "store_id": caller.store_id,
         "profile_id": caller.profile_id,
         "partner_id": caller.partner_id,
-        "order_id": order.orderId,
-        "order_price": int(order.orderPrice),
-        "order_currency": order.orderCurrency,
-        "order_status": details.orderStatus if details else None,
-        "order_type": details.orderType if details else None,
-        "ordered_at": sql.time(order.createdAt),
+        "order_id": order.order_id,
+        "order_price": int(order.order_price),
+        "order_currency": order.order_currency,
+        "order_status": order.order_status,
+        "order_type": order.order_type,
+        "ordered_at": sql.time(order.created_at),
         "ordered_at_offset_minutes": int(offset.total_seconds() // 60),
-        "partner_updated_at": sql.time(order.updatedAt),
+        "partner_updated_at": sql.time(order.updated_at),
         "customer_id": customer.id if customer else None,
-        "customer_first_name": order.customerFirstName,
-        "customer_last_name": order.customerLastName,
-        "customer_email": order.customerEmail,
-        "customer_phone_number": order.customerPhoneNumber,
-        # orderDetails as given (extra keys too), serialized by pydantic in one pass.
-        "details": sql.json_text(details.model_dump_json(exclude_unset=True) if details else "{}"),
-        "store_snapshot": sql.json_text(order.store.model_dump_json(exclude_unset=True))
-        if order.store
-        else None,
+        "customer_first_name": order.first_name,
+        "customer_last_name": order.last_name,
+        "customer_email": order.email,
+        "customer_phone_number": order.phone_number,
+        # orderDetails as given (extra keys too).
+        "details": sql.json_text(order.details_json or "{}"),
+        "store_snapshot": sql.json_text(order.store_json) if order.store_json else None,
         "received_at": now,
         "updated_at": now,
     }
     if customer is None:
         columns.update(match_email=None, match_phone=None, window_start=None)
     else:
-        ordered_at = order.createdAt.astimezone(UTC)
+        ordered_at = order.created_at.astimezone(UTC)
         columns["match_email"] = identifier_hash(customer.email)
         columns["match_phone"] = identifier_hash(customer.phone_number)
         columns["window_start"] = sql.time(

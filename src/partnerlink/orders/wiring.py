@@ -2,17 +2,18 @@
 
 Both ways in (the FastAPI route for refusals and the legacy `?access_token=`, the
 fast lane for well-formed bearer posts) hand their orders to the same pipeline, so
-they share one queue, one group commit and one database connection at a time.
+they share one queue, one group commit and one database connection at a time. On
+PostgreSQL, batches journaled without asking the database are appended on the event
+loop itself (orders/journal_append.py).
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 
-from partnerlink.orders.journal import take_orders
+from partnerlink.orders.journal import OrderIntake
+from partnerlink.orders.journal_append import JournalAppender
 from partnerlink.orders.pipeline import Pipeline, pipeline_for
 from partnerlink.orders.service import OrderPost
 from partnerlink.settings import Settings
@@ -21,7 +22,13 @@ OrderPipeline = Pipeline[OrderPost]
 
 
 def build_order_pipeline(engine: Engine, settings: Settings) -> OrderPipeline:
-    return pipeline_for(engine, partial(take_orders, settings=settings))
+    intake = OrderIntake(settings)
+    if engine.dialect.name != "postgresql":
+        return pipeline_for(engine, intake)
+    appender = JournalAppender(engine.url, intake)
+    pipeline = pipeline_for(engine, intake, appender.journal)
+    pipeline.on_close = appender.close
+    return pipeline
 
 
 def order_pipeline(app: Starlette) -> OrderPipeline:

@@ -220,11 +220,23 @@ def access_lookup(store_columns: Sequence[str] = ()) -> Statement:
         "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, s.name,"
         " s.country_code"
         + "".join(f", s.{name}" for name in store_columns)
-        # Joined on profile_id too: co-located shards join on their node under Citus.
-        + " FROM tokens t JOIN connections c"
-        " ON c.id = t.connection_id AND c.profile_id = t.profile_id"
-        " JOIN stores s ON s.id = c.store_id AND s.profile_id = c.profile_id"
-        " WHERE t.token_hash = :token_hash AND t.kind = 'access' AND c.revoked_at IS NULL"
+        + f" FROM {ACCESS_JOINS} WHERE {live_access_token(':token_hash')}"
+    )
+
+
+# The tables behind an access token: its connection and the connection's store (`t`, `c`,
+# `s`). Joined on profile_id too: co-located shards join on their node under Citus.
+ACCESS_JOINS = (
+    "tokens t JOIN connections c ON c.id = t.connection_id AND c.profile_id = t.profile_id"
+    " JOIN stores s ON s.id = c.store_id AND s.profile_id = c.profile_id"
+)
+
+
+def live_access_token(token_hash: str) -> str:
+    """The condition on ACCESS_JOINS that `token_hash` (SQL) is a live access token at
+    `:now`: of its kind, not expired, its connection not revoked."""
+    return (
+        f"t.token_hash = {token_hash} AND t.kind = 'access' AND c.revoked_at IS NULL"
         " AND (t.expires_at IS NULL OR t.expires_at > :now)"
     )
 
