@@ -35,13 +35,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
+from partnerlink.orders.conversion import stored_time
 from partnerlink.orders.facts import facts_of, from_journal, journal_text
 from partnerlink.orders.service import (
     OrderPost,
@@ -311,8 +312,4 @@ def _ready_to_apply(sql: Sql, gather_seconds: float) -> bool:
     full, oldest = sql.row(_READY, {"full": APPLY_BATCH - 1})
     if full or oldest is None:
         return bool(full)
-    if isinstance(oldest, str):  # SQLite keeps timestamps as text
-        oldest = datetime.fromisoformat(oldest).replace(tzinfo=UTC)
-    elif oldest.tzinfo is None:
-        oldest = oldest.replace(tzinfo=UTC)
-    return bool(utcnow() - oldest >= timedelta(seconds=gather_seconds))
+    return bool(utcnow() - stored_time(oldest) >= timedelta(seconds=gather_seconds))

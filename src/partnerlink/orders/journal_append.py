@@ -51,7 +51,7 @@ _APPEND = Statement(
     f" FROM given CROSS JOIN {ACCESS_JOINS} WHERE {live_access_token('given.token_hash')}),"
     " appended AS ("
     " INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
-    " SELECT profile_id, store_id, connection_id, body, :received_at FROM callers ORDER BY n)"
+    " SELECT profile_id, store_id, connection_id, body, :now FROM callers ORDER BY n)"
     " SELECT n FROM callers"
 )
 
@@ -79,8 +79,7 @@ class JournalAppender:
                 [[digest(post.token), journal_text(facts_of(post.order))] for post in posts],
                 ensure_ascii=False,
             )
-            now = utcnow()
-            params = {"rows": rows, "now": now, "received_at": now}
+            params = {"rows": rows, "now": utcnow()}
             connection = await self._connection()
             cursor = await connection.execute(
                 _APPEND.postgresql, [params[name] for name in _APPEND.postgresql_names]
