@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
 from partnerlink.measurement.service import import_touch_lines
+from partnerlink.orders.journal import apply_journaled_orders
 from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
 from tests.customers.conftest import ingest
@@ -81,10 +82,19 @@ def stored_classes(session: Session) -> dict[str, tuple[str, str | None]]:
     return {o.order_id: (o.conversion, o.campaign_id) for o in orders(session)}
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("seed", "batched"), [(1, False), (2, False), (3, False), (4, True), (5, True), (6, True)]
+)
 def test_classes_hold_whatever_order_the_data_arrives_in(
-    client: TestClient, shop: ConnectedStoreFixture, session: Session, seed: int
+    client: TestClient,
+    app: FastAPI,
+    shop: ConnectedStoreFixture,
+    session: Session,
+    seed: int,
+    batched: bool,
 ) -> None:
+    """`batched`: the orders between two touch files go as one batch (POST
+    /v1/orders/batch), stored together (orders/upsert.py's rounds on PostgreSQL)."""
     rng = random.Random(seed)
     people = [(f"p{i}@example.com", f"+1415555{i:04d}") for i in range(6)]
 
@@ -114,11 +124,26 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
         events.append(("touches", batch))
     rng.shuffle(events)
 
+    waiting: list[dict[str, Any]] = []
+
+    def send_waiting() -> None:
+        if waiting:
+            answer = client.post("/v1/orders/batch", headers=shop.auth, json={"orders": waiting})
+            assert answer.status_code == 200, answer.text
+            assert {r["status"] for r in answer.json()["results"]} == {200}
+            waiting.clear()
+            # A long batch is journaled (orders/journal.py): applied before the next data.
+            apply_journaled_orders(app.state.sessionmaker, app.state.settings, gather_seconds=0)
+
     for kind, payload in events:
-        if kind == "order":
+        if kind == "order" and batched:
+            waiting.append(order_body(payload[0], **payload[1]))
+        elif kind == "order":
             send(client, shop, payload[0], **payload[1])
         else:
+            send_waiting()
             import_touches(session, shop.profile.id, payload)
+    send_waiting()
 
     stored = stored_classes(session)
     assert stored == expected_classes(session)

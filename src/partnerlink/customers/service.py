@@ -38,6 +38,7 @@ from partnerlink.customers.queries import (
 )
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, as_sql
+from partnerlink.db.sets import LookUpAtOnce
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +225,11 @@ def upsert_customer(
     raise RuntimeError("customer matching did not settle after concurrent changes")
 
 
+# The same look-ups for many values in one statement (PostgreSQL, db/sets.py).
+_LOOK_UPS_AT_ONCE = {
+    look_up: LookUpAtOnce(statement.sqlite, dict.fromkeys(statement.postgresql_names, "text"))
+    for look_up, statement in LOOK_UPS.items()
+}
 _UNREAD = object()  # a look-up not read ahead (None is an answer: nobody)
 
 
@@ -252,9 +258,11 @@ class _LookedUp:
             for look_up, profile_id, value in (asked[0] for asked in pending):
                 wanted.setdefault(look_up, {})[(profile_id, value)] = None
             for look_up, keys in wanted.items():
-                rows = self.sql.first_rows(
-                    LOOK_UPS[look_up],
-                    [_lookup_params(look_up, profile_id, value) for profile_id, value in keys],
+                params = [_lookup_params(look_up, profile_id, value) for profile_id, value in keys]
+                rows = (
+                    _LOOK_UPS_AT_ONCE[look_up].first_rows(self.sql, params)
+                    if self.sql.postgres and len(params) > 1
+                    else self.sql.first_rows(LOOK_UPS[look_up], params)
                 )
                 for (profile_id, value), row in zip(keys, rows, strict=True):
                     self.answers[(look_up, profile_id, value)] = _record(row)

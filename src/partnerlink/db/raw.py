@@ -34,7 +34,7 @@ from partnerlink.db.base import stored_utc
 LOCK_WAIT_MS = 20
 # lock_not_available, deadlock_detected, serialization_failure
 _LOCK_CONFLICTS = frozenset({"55P03", "40P01", "40001"})
-_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+NAMED_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 class Statement:
@@ -52,8 +52,8 @@ class Statement:
         if "%" in text:
             raise ValueError("write no % in raw SQL: psycopg reads it as a placeholder")
         self.sqlite = text
-        self.postgresql = _NAMED.sub("%s", text)
-        self.postgresql_names = tuple(_NAMED.findall(text))
+        self.postgresql = NAMED_PARAMETER.sub("%s", text)
+        self.postgresql_names = tuple(NAMED_PARAMETER.findall(text))
 
 
 class Sql:

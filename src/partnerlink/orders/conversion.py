@@ -15,8 +15,9 @@ The rule is written once, as `RULES`: the Python form (`classify`) and the SQL
 form (`conversion_case`, the CASE of the upsert) are both read from it. An
 order's class is computed inside its own upsert (`queries.UPSERT_ORDER`),
 at no extra round trip. Data that arrives late re-classifies the orders it
-affects, where it arrives, with `reclassify_customers`: an order older than
-its customer's newest order (the pipeline), and touches (measurement/).
+affects, where it arrives: touches and new identifiers of a customer with
+`reclassify_customers` (measurement/, customers/, the pipeline), an order older
+than its customer's newest order with `mark_returning` (the pipeline).
 """
 
 from __future__ import annotations
@@ -150,6 +151,29 @@ def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], window_days
     if updates:
         sql.run_many(_SET_CLASS, updates)
     return len(updates)
+
+
+def mark_returning(sql: Sql, *, profile_id: str, customer_ids: Iterable[int]) -> int:
+    """After an order older than some of its customer's: the customer's `new` orders that
+    now have an earlier order become `returning` (their touch and campaign are unchanged:
+    an order adds no touch). Answers how many changed."""
+    ids = sorted(set(customer_ids))
+    changed = 0
+    for chunk in _chunks(ids):
+        placeholders, params = _in_list("c", chunk)
+        params["profile_id"] = profile_id
+        changed += sql.run(
+            Statement(
+                f"UPDATE orders SET conversion = '{RETURNING}' WHERE profile_id = :profile_id"
+                f" AND customer_id IN ({placeholders}) AND conversion = '{NEW}'"
+                " AND EXISTS (SELECT 1 FROM orders AS earlier"
+                " WHERE earlier.profile_id = orders.profile_id"
+                " AND earlier.customer_id = orders.customer_id"
+                " AND earlier.ordered_at < orders.ordered_at)"
+            ),
+            params,
+        )
+    return changed
 
 
 _SET_CLASS = Statement(

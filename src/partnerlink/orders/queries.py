@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, Select, select
 
+from partnerlink.db import sets
 from partnerlink.db.raw import Statement
 from partnerlink.orders.conversion import (
     EARLIER_ORDER,
@@ -49,31 +50,54 @@ INSERTED_COLUMNS = (
     *UPDATED_COLUMNS,
 )
 
+
 # The class of an order and its campaign (CONTRACT.md §6, orders/conversion.py), computed
 # by the upsert itself. Parameters: the order's `customer_id` (NULL: anonymous), the
 # SHA-256 of the customer's normalized email and phone, `match_email` and `match_phone`
 # (NULL when it has none: NULL never equals anything), the order's `ordered_at` and the
 # window's `window_start`.
+def _touch_by(column: str, value: str) -> str:
+    """The latest touch in the window naming the customer by one identifier: a backward
+    walk of that identifier's index (ix_touches_email_sha256, ix_touches_phone_sha256)."""
+    return (
+        "SELECT touches.touched_at, touches.campaign_id FROM touches"
+        f" WHERE touches.{column} = {value} AND touches.profile_id = :profile_id AND touches.touched_at >= :window_start"
+        " AND touches.touched_at <= :ordered_at"
+        " ORDER BY touches.touched_at DESC, touches.campaign_id DESC LIMIT 1"
+    )
+
+
+# By email, by phone, the later of the two. Written as one condition (email OR phone), the
+# planner scanned every touch of a small table twice an order (seen on bench/orders.py's
+# 267 touches: a sequential scan per order in the worker's profile).
 _LATEST_TOUCH = (
-    "SELECT touches.campaign_id FROM touches WHERE touches.profile_id = :profile_id"
-    " AND (touches.email_sha256 = :match_email OR touches.phone_sha256 = :match_phone)"
-    " AND touches.touched_at >= :window_start AND touches.touched_at <= :ordered_at"
-    " ORDER BY touches.touched_at DESC, touches.campaign_id DESC LIMIT 1"
+    f"SELECT latest.campaign_id FROM (SELECT * FROM ({_touch_by('email_sha256', ':match_email')})"
+    f" AS by_email UNION ALL SELECT * FROM ({_touch_by('phone_sha256', ':match_phone')})"
+    " AS by_phone) AS latest ORDER BY latest.touched_at DESC, latest.campaign_id DESC LIMIT 1"
 )
-_CAMPAIGN = f"CASE WHEN CAST(:customer_id AS BIGINT) IS NULL THEN NULL ELSE ({_LATEST_TOUCH}) END"
-# The rule's CASE is generated from conversion.RULES; only each fact's SQL is written here.
-_CONVERSION = conversion_case(
-    {
-        NO_CUSTOMER: "CAST(:customer_id AS BIGINT) IS NULL",
-        NO_TOUCH: f"({_LATEST_TOUCH}) IS NULL",
-        EARLIER_ORDER: (
-            "EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
-            " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
-            " AND NOT (earlier.store_id = :store_id AND earlier.partner_id = :partner_id"
-            " AND earlier.order_id = :order_id))"
-        ),
-    }
+_NO_CUSTOMER = "CAST(:customer_id AS BIGINT) IS NULL"
+_EARLIER_ORDER = (
+    "EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
+    " AND earlier.profile_id = :profile_id AND earlier.ordered_at < :ordered_at"
+    " AND NOT (earlier.store_id = :store_id AND earlier.partner_id = :partner_id"
+    " AND earlier.order_id = :order_id))"
 )
+
+
+def _class_and_campaign(latest_touch: str) -> str:
+    """The conversion class and campaign columns, given the SQL of the latest touch's
+    campaign (NULL: none). The rule's CASE is generated from conversion.RULES; only each
+    fact's SQL is written here."""
+    conversion = conversion_case(
+        {
+            NO_CUSTOMER: _NO_CUSTOMER,
+            NO_TOUCH: f"{latest_touch} IS NULL",
+            EARLIER_ORDER: _EARLIER_ORDER,
+        }
+    )
+    return f"{conversion}, CASE WHEN {_NO_CUSTOMER} THEN NULL ELSE {latest_touch} END"
+
+
 # Whether the customer has an order newer than this one: that order's class may have been
 # computed without this one (new -> returning), so the pipeline re-classifies the customer.
 _HAS_LATER = (
@@ -87,7 +111,7 @@ _SET = ", ".join(
 )
 
 
-def _upsert(conversion: str, campaign: str) -> Statement:
+def _upsert(*, from_rows: bool) -> Statement:
     """Creates the order, or updates it unless the stored `updatedAt` is newer; RETURNING
     id and whether the customer has a newer order.
 
@@ -97,20 +121,63 @@ def _upsert(conversion: str, campaign: str) -> Statement:
     and `received_at` stay as first stored. An order is keyed by its store, the partner
     that sent it and its id (CONTRACT.md §6): another partner's order with the same id on
     the same store is another order, never updated here.
+
+    `from_rows`: the same for many orders in one statement (PostgreSQL), each read from
+    the JSON parameter sets (db/sets.py); RETURNING then names each row's key. Its
+    orders must have distinct keys and customers (orders/upsert.py's rounds): every
+    order's class is computed as of the statement's start. Its latest touch is read once
+    (a LATERAL join), not once for the class and again for the campaign.
     """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
+    if from_rows:
+        selected = f"{values}, {_class_and_campaign('touch.campaign_id')}"
+        source = (
+            f" SELECT {sets.from_rows(selected)} FROM {sets.rows_source(ROW_TYPES)}"
+            f" LEFT JOIN LATERAL ({sets.from_rows(_LATEST_TOUCH)}) AS touch ON true"
+        )
+        returned = f"id, {_HAS_LATER}, store_id, partner_id, order_id"
+    else:
+        source = f" VALUES ({values}, {_class_and_campaign(f'({_LATEST_TOUCH})')})"
+        returned = f"id, {_HAS_LATER}"
     return Statement(
-        f"INSERT INTO orders ({columns}, conversion, campaign_id)"
-        f" VALUES ({values}, {conversion}, {campaign})"
+        f"INSERT INTO orders ({columns}, conversion, campaign_id){source}"
         # The key includes profile_id, the distribution column (migration 0025).
         f" ON CONFLICT (store_id, partner_id, order_id, profile_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
-        f" OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING id, {_HAS_LATER}"
+        f" OR orders.partner_updated_at <= excluded.partner_updated_at RETURNING {returned}"
     )
 
 
-UPSERT_ORDER = _upsert(_CONVERSION, _CAMPAIGN)
+# The upsert's parameters as PostgreSQL reads them from a JSON parameter set.
+_TIME = "timestamptz"
+ROW_TYPES = {
+    "store_id": "text",
+    "profile_id": "text",
+    "partner_id": "text",
+    "order_id": "text",
+    "received_at": _TIME,
+    "order_price": "bigint",
+    "order_currency": "text",
+    "order_status": "text",
+    "order_type": "text",
+    "ordered_at": _TIME,
+    "ordered_at_offset_minutes": "integer",
+    "partner_updated_at": _TIME,
+    "customer_id": "bigint",
+    "customer_first_name": "text",
+    "customer_last_name": "text",
+    "customer_email": "text",
+    "customer_phone_number": "text",
+    "details": sets.JSON_TEXT,
+    "store_snapshot": sets.JSON_TEXT,
+    "updated_at": _TIME,
+    "match_email": "text",
+    "match_phone": "text",
+    "window_start": _TIME,
+}
+UPSERT_ORDER = _upsert(from_rows=False)
+UPSERT_ORDERS = _upsert(from_rows=True)
 
 
 def find_order(*, store_id: str, partner_id: str, order_id: str) -> Select[Order]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from partnerlink.customers.normalize import normalize_phone
+from partnerlink.db import sets
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.security.secrets import digest
@@ -67,11 +68,23 @@ class DueReceipt:
 def queue_receipts(sql: Sql, due: Sequence[DueReceipt], *, settings: Settings) -> list[bool]:
     """Writes each order's receipt unless it has one; True where this call wrote it.
 
-    The inserts travel together (one round trip on PostgreSQL).
+    On PostgreSQL the inserts are one statement (db/sets.py), which answers the orders it
+    wrote a receipt for: where two of them are one order (sent twice in a batch), the
+    first is the one that wrote it, as one insert after another would have.
     """
     now = sql.time(utcnow())
     rows = [_receipt_values(one, now, settings) for one in due]
-    return [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
+    if not sql.postgres or len(rows) < 2:
+        return [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
+    written = {
+        order_pk
+        for (order_pk,) in sql.all_rows(_INSERT_RECEIPTS, sets.rows_parameter(rows, _RECEIPT_TYPES))
+    }
+    queued: list[bool] = []
+    for one in due:
+        queued.append(one.order_pk in written)
+        written.discard(one.order_pk)
+    return queued
 
 
 def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[str, object]:
@@ -93,9 +106,35 @@ def _receipt_values(due: DueReceipt, now: object, settings: Settings) -> dict[st
 
 # ON CONFLICT (order_pk, profile_id) DO NOTHING: an order's first receipt is its only one
 # (the key carries profile_id, the distribution column: migration 0025).
+_RECEIPT_COLUMNS = (
+    "order_pk, order_id, store_id, profile_id, key_hash, to_phone, body, link, status,"
+    " last_error, attempts, next_attempt_at, created_at"
+)
+_RECEIPT_VALUES = (
+    ":order_pk, :order_id, :store_id, :profile_id, :key_hash, :to_phone, :body, :link, :status,"
+    " NULL, 0, :now, :now"
+)
 _INSERT_RECEIPT = Statement(
-    "INSERT INTO receipts (order_pk, order_id, store_id, profile_id, key_hash, to_phone, body,"
-    " link, status, last_error, attempts, next_attempt_at, created_at) VALUES (:order_pk,"
-    " :order_id, :store_id, :profile_id, :key_hash, :to_phone, :body, :link, :status, NULL, 0,"
-    " :now, :now) ON CONFLICT (order_pk, profile_id) DO NOTHING RETURNING id"
+    f"INSERT INTO receipts ({_RECEIPT_COLUMNS}) VALUES ({_RECEIPT_VALUES})"
+    " ON CONFLICT (order_pk, profile_id) DO NOTHING RETURNING id"
+)
+# Many at once (PostgreSQL): DO NOTHING also skips a second row of one order in the same
+# statement, so each order still gets one receipt.
+_RECEIPT_TYPES = {
+    "order_pk": "bigint",
+    "order_id": "text",
+    "store_id": "text",
+    "profile_id": "text",
+    "key_hash": "text",
+    "to_phone": "text",
+    "body": "text",
+    "link": "text",
+    "status": "text",
+    "now": "timestamptz",
+}
+_INSERT_RECEIPTS = Statement(
+    f"INSERT INTO receipts ({_RECEIPT_COLUMNS})"
+    f" SELECT {sets.from_rows(_RECEIPT_VALUES)}"
+    f" FROM {sets.rows_source(_RECEIPT_TYPES)}"
+    " ON CONFLICT (order_pk, profile_id) DO NOTHING RETURNING order_pk"
 )

@@ -1,0 +1,112 @@
+"""db/sets.py: many parameter sets in one PostgreSQL statement, read back exactly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg.types.json import Json
+
+from partnerlink.db import sets
+from partnerlink.db.raw import Sql, Statement, checkout, transaction
+
+TYPES = {
+    "n": "bigint",
+    "name": "text",
+    "at": "timestamptz",
+    "details": sets.JSON_TEXT,
+}
+# Each set read back from the rows, the JSON column as the text PostgreSQL keeps.
+READ_BACK = Statement(
+    f"SELECT {sets.from_rows(':n, :name, :at, CAST(:details AS text)')}"
+    f" FROM {sets.rows_source(TYPES)}"
+)
+AWKWARD = ["", 'quote " and \\ backslash', "new\nline\ttab", "Zoë 🍕", "\u2028", "%s"]
+
+
+def _parameter(
+    n: int, name: str | None, at: datetime | None, details: str | None
+) -> dict[str, Any]:
+    return {
+        "n": n,
+        "name": name,
+        "at": at,
+        "details": None if details is None else Json(details, dumps=lambda text: text),
+    }
+
+
+def test_the_rows_parameter_is_one_json_array_with_json_texts_set_in_as_they_are() -> None:
+    at = datetime(2024, 5, 1, 12, 30, 0, 123456, tzinfo=UTC)
+    details = '{"b": 1,  "a": [true, null, "x"]}'  # spacing and key order as given
+    text = sets.rows_parameter([_parameter(1, 'say "hi"', at, details)], TYPES)["rows"]
+    assert json.loads(text) == [
+        {
+            "n": 1,
+            "name": 'say "hi"',
+            "at": "2024-05-01T12:30:00.123456+00:00",
+            "details": {"b": 1, "a": [True, None, "x"]},
+        }
+    ]
+    assert details in text  # not escaped into a string
+    nothing = sets.rows_parameter([_parameter(2, None, None, None)], TYPES)["rows"]
+    assert json.loads(nothing) == [{"n": 2, "name": None, "at": None, "details": None}]
+
+
+def test_a_value_that_is_not_json_text_is_refused() -> None:
+    with pytest.raises(TypeError):
+        sets.rows_parameter([{"n": 1, "name": "x", "at": None, "details": {"a": 1}}], TYPES)
+
+
+@pytest.fixture
+def postgres_sql(app: FastAPI) -> Iterator[Sql]:
+    if app.state.engine.dialect.name != "postgresql":
+        pytest.skip("json_to_recordset is PostgreSQL's; SQLite runs statements one by one")
+    with checkout(app.state.engine) as sql:
+        yield sql
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.lists(
+        st.one_of(st.none(), st.sampled_from(AWKWARD), st.text(max_size=30)), min_size=1, max_size=8
+    ),
+    offset_minutes=st.integers(-14 * 60, 14 * 60),
+    micro=st.integers(0, 999_999),
+)
+def test_postgresql_reads_back_every_value_as_sent(
+    postgres_sql: Sql, names: list[str | None], offset_minutes: int, micro: int
+) -> None:
+    names = [None if name is None else name.replace("\x00", "") for name in names]
+    zone = timezone(timedelta(minutes=offset_minutes))
+    at = datetime(2024, 2, 29, 23, 59, 59, micro, tzinfo=zone)
+    many = [
+        _parameter(index, name, at if index % 2 else None, json.dumps({"name": name, "i": index}))
+        for index, name in enumerate(names)
+    ]
+    with transaction(postgres_sql):
+        rows = postgres_sql.all_rows(READ_BACK, sets.rows_parameter(many, TYPES))
+    assert [(n, name, when, json.loads(details)) for n, name, when, details in rows] == [
+        (index, name, at if index % 2 else None, {"name": name, "i": index})
+        for index, name in enumerate(names)
+    ]
+
+
+def test_a_look_up_at_once_answers_each_set_in_order_and_none_where_nothing_matched(
+    postgres_sql: Sql,
+) -> None:
+    look_up = sets.LookUpAtOnce(
+        "SELECT v.word FROM (VALUES ('a', 1), ('b', 2), ('b', 3)) AS v(word, n)"
+        " WHERE v.word = :word ORDER BY v.n DESC LIMIT 1",
+        {"word": "text"},
+    )
+    with transaction(postgres_sql):
+        found = look_up.first_rows(postgres_sql, [{"word": w} for w in ["b", "z", "a", "b"]])
+    assert found == [("b",), None, ("a",), ("b",)]
