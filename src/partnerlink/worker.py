@@ -22,7 +22,7 @@ from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
-from partnerlink.orders.journal import apply_journaled_orders
+from partnerlink.orders.journal import GATHER_SECONDS, apply_journaled_orders
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 from partnerlink.webhooks.delivery import deliver_due_webhooks
@@ -32,11 +32,15 @@ log = logging.getLogger("partnerlink.worker")
 # A task does a bounded amount of work and returns how many items it handled.
 Task = Callable[[sessionmaker[Session], Settings], int]
 
-# A run that handled this many items (a full batch of receipts) leaves a backlog: the
-# next run starts at once. Below it the worker waits for the poll interval, so that under
+# A task's run that handled this many items (a full batch of receipts) leaves a backlog:
+# its next run starts at once. Below it the task waits for the poll interval, so that under
 # a steady stream of orders it sends receipts in batches rather than one transaction pair
 # for every one or two (measured: the in-server worker's CPU share under load halves).
 BACKLOG_ITEMS = 100
+# How long a task that found too little to do waits, where not the poll interval: the
+# journal is looked at often (one small query), so that its orders are applied soon after
+# they have gathered for GATHER_SECONDS (orders/journal.py), not up to a poll later.
+IDLE_SECONDS = {"journaled orders": GATHER_SECONDS / 4}
 
 # How often a worker looks for `.part` files left by a killed upload PUT (a directory walk).
 PARTIAL_SWEEP_INTERVAL_SECONDS = 300.0
@@ -74,13 +78,15 @@ def sweep_partial_uploads(settings: Settings) -> int:
 
 def run_once(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Runs every task once; returns the number of items handled."""
-    handled = 0
-    for name, task in registered_tasks():
-        try:
-            handled += task(sessions, settings)
-        except Exception:
-            log.exception("worker task %s failed; will retry", name)
-    return handled
+    return sum(_run(name, task, sessions, settings) for name, task in registered_tasks())
+
+
+def _run(name: str, task: Task, sessions: sessionmaker[Session], settings: Settings) -> int:
+    try:
+        return task(sessions, settings)
+    except Exception:
+        log.exception("worker task %s failed; will retry", name)
+        return 0
 
 
 class BackgroundWorker:
@@ -89,6 +95,9 @@ class BackgroundWorker:
         self.settings = settings
         self._stop = threading.Event()
         self._next_sweep = 0.0  # time.monotonic() of the next partial-upload sweep: due at start
+        self.tasks = registered_tasks()
+        # time.monotonic() at which each task runs next: every one at start.
+        self.next_run = dict.fromkeys((name for name, _ in self.tasks), 0.0)
         self._thread = threading.Thread(
             target=self.run_forever, name="partnerlink-worker", daemon=True
         )
@@ -112,9 +121,27 @@ class BackgroundWorker:
             log.exception("sweeping partial uploads failed; will retry")
             return 0
 
+    def run_due(self) -> float:
+        """Runs each task that is due; answers how long until the next one is.
+
+        Each task keeps its own pace: one with a backlog runs again at once, one that
+        found little waits its idle time (the poll interval). Under a stream of orders
+        the journal and the receipts have a backlog round after round while the other
+        tasks have none; running every task each round had made their polls (webhooks,
+        uploads, ad platforms, ...) a third of the worker's CPU an order
+        (bench/orders.py).
+        """
+        for name, task in self.tasks:
+            if time.monotonic() < self.next_run[name]:
+                continue
+            handled = _run(name, task, self.sessions, self.settings)
+            idle = IDLE_SECONDS.get(name, self.settings.worker_poll_seconds)
+            self.next_run[name] = time.monotonic() + (0.0 if handled >= BACKLOG_ITEMS else idle)
+        return max(0.0, min(self.next_run.values()) - time.monotonic())
+
     def run_forever(self) -> None:
         while not self._stop.is_set():
             self.sweep_if_due()
-            handled = run_once(self.sessions, self.settings)
-            if handled < BACKLOG_ITEMS:
-                self._stop.wait(self.settings.worker_poll_seconds)
+            wait = self.run_due()
+            if wait > 0:
+                self._stop.wait(wait)
