@@ -48,6 +48,7 @@ class Order(Base):
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
+    # On PostgreSQL the store key (store_id, profile_id) implies this one: 0033 dropped it there.
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
     # The partner of the connection whose token sent the order (its key: CONTRACT.md §6).
     # No foreign key, like uploads.connection_id: on PostgreSQL the check would share-lock
@@ -127,6 +128,7 @@ class JournaledOrder(Base):
     __tablename__ = "order_journal"
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    # On PostgreSQL the store key (store_id, profile_id) implies this one: 0033 dropped it there.
     profile_id: Mapped[str] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"))
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"))
     connection_id: Mapped[str] = mapped_column(String(36))

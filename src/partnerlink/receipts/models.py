@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
@@ -13,7 +13,22 @@ from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
 class Receipt(Base):
     __tablename__ = "receipts"
     # The worker claims pending receipts whose next attempt is due.
-    __table_args__ = (Index("ix_receipts_status_due", "status", "next_attempt_at"),)
+    # Partial (migration 0033): a receipt leaves the index once sent.
+    __table_args__ = (
+        Index(
+            "ix_receipts_status_due",
+            "status",
+            "next_attempt_at",
+            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text("status = 'pending'"),
+        ),
+        Index(
+            "ix_receipts_provider_message_id",
+            "provider_message_id",
+            postgresql_where=text("provider_message_id IS NOT NULL"),
+            sqlite_where=text("provider_message_id IS NOT NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     # Unique: never more than one SMS per order, whatever races or retries happen.
@@ -22,6 +37,7 @@ class Receipt(Base):
     # messages, logs and `sms list` name the order without reading orders (NULL never
     # after migration 0024's backfill; nullable only because SQLite adds columns so).
     order_id: Mapped[str | None] = mapped_column(String(200))
+    # On PostgreSQL the key to the order (order_pk, profile_id) implies it: 0033 dropped it there.
     store_id: Mapped[str] = mapped_column(ForeignKey("stores.id", ondelete="CASCADE"), index=True)
     # The store's, the distribution column (migration 0025): on PostgreSQL the primary key,
     # both unique keys and the keys to the order and the store include it.
@@ -34,13 +50,13 @@ class Receipt(Base):
     # pending → sent | failed (gave up) | suppressed (the phone replied STOP);
     # sent → delivered | undelivered | failed (the provider's status callback).
     # An unusable number gets no receipt at all.
-    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    status: Mapped[str] = mapped_column(String(20), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(String(20))
     # Delivery-status callbacks find their receipt by it (receipts/service.py).
-    provider_message_id: Mapped[str | None] = mapped_column(String(100), index=True)
+    provider_message_id: Mapped[str | None] = mapped_column(String(100))
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
