@@ -210,7 +210,7 @@ def ceiling_app() -> Any:
 
     from fastapi import FastAPI
 
-    from partnerlink.app import tune_garbage_collector
+    from partnerlink.kit.process import tune_garbage_collector
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -33,6 +32,7 @@ from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations import merchant_api as destinations_merchant_api
 from partnerlink.destinations import web as destinations_web
+from partnerlink.kit.process import tune_garbage_collector
 from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
 from partnerlink.merchant import merchant_api
@@ -149,18 +149,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders, https=settings.public_url.lower().startswith("https://"))
     app.add_middleware(Metrics, request_log=settings.log_format == "json")
     return app
-
-
-def tune_garbage_collector() -> None:
-    """What start-up built (routes, schemas, statement caches) lives as long as the process.
-
-    Freezing it keeps the cyclic collector from walking it again and again, and
-    collecting the young generation less often spares the hot path (figures:
-    bench/README.md, "Settings and their figures").
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
 
 
 def _include_routers(app: FastAPI) -> None:

@@ -22,25 +22,23 @@ from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
-from partnerlink.orders.journal import GATHER_SECONDS, apply_journaled_orders
+from partnerlink.orders.journal import apply_when_gathered
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 from partnerlink.webhooks.delivery import deliver_due_webhooks
 
 log = logging.getLogger("partnerlink.worker")
 
-# A task does a bounded amount of work and returns how many items it handled.
-Task = Callable[[sessionmaker[Session], Settings], int]
+# A task does a bounded amount of work and returns how many items it handled, or that and
+# in how many seconds it wants to look again if it handled too few for a backlog (None:
+# after the poll interval).
+Task = Callable[[sessionmaker[Session], Settings], "int | tuple[int, float | None]"]
 
 # A task's run that handled this many items (a full batch of receipts) leaves a backlog:
 # its next run starts at once. Below it the task waits for the poll interval, so that under
 # a steady stream of orders it sends receipts in batches rather than one transaction pair
 # for every one or two (measured: the in-server worker's CPU share under load halves).
 BACKLOG_ITEMS = 100
-# How long a task that found too little to do waits, where not the poll interval: the
-# journal is looked at often (one small query), so that its orders are applied soon after
-# they have gathered for GATHER_SECONDS (orders/journal.py), not up to a poll later.
-IDLE_SECONDS = {"journaled orders": GATHER_SECONDS / 4}
 
 # How often a worker looks for `.part` files left by a killed upload PUT (a directory walk).
 PARTIAL_SWEEP_INTERVAL_SECONDS = 300.0
@@ -52,7 +50,7 @@ def registered_tasks() -> list[tuple[str, Task]]:
     ingest = partial(ingest_next_upload, reclassify=reclassify_customers)
     return [
         # Orders acknowledged under load, applied first: their receipts are sent next.
-        ("journaled orders", apply_journaled_orders),
+        ("journaled orders", apply_when_gathered),
         ("customer uploads", ingest),
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),
@@ -78,15 +76,19 @@ def sweep_partial_uploads(settings: Settings) -> int:
 
 def run_once(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Runs every task once; returns the number of items handled."""
-    return sum(_run(name, task, sessions, settings) for name, task in registered_tasks())
+    return sum(_run(name, task, sessions, settings)[0] for name, task in registered_tasks())
 
 
-def _run(name: str, task: Task, sessions: sessionmaker[Session], settings: Settings) -> int:
+def _run(
+    name: str, task: Task, sessions: sessionmaker[Session], settings: Settings
+) -> tuple[int, float | None]:
+    """The task's count and when it wants to look again (None: after the poll interval)."""
     try:
-        return task(sessions, settings)
+        result = task(sessions, settings)
     except Exception:
         log.exception("worker task %s failed; will retry", name)
-        return 0
+        return 0, None
+    return result if isinstance(result, tuple) else (result, None)
 
 
 class BackgroundWorker:
@@ -125,7 +127,8 @@ class BackgroundWorker:
         """Runs each task that is due; answers how long until the next one is.
 
         Each task keeps its own pace: one with a backlog runs again at once, one that
-        found little waits its idle time (the poll interval). Under a stream of orders
+        found little waits the poll interval, or less if it asks (the journal, while orders
+        gather: orders/journal.apply_when_gathered). Under a stream of orders
         the journal and the receipts have a backlog round after round while the other
         tasks have none; running every task each round had made their polls (webhooks,
         uploads, ad platforms, ...) a third of the worker's CPU an order
@@ -134,9 +137,12 @@ class BackgroundWorker:
         for name, task in self.tasks:
             if time.monotonic() < self.next_run[name]:
                 continue
-            handled = _run(name, task, self.sessions, self.settings)
-            idle = IDLE_SECONDS.get(name, self.settings.worker_poll_seconds)
-            self.next_run[name] = time.monotonic() + (0.0 if handled >= BACKLOG_ITEMS else idle)
+            handled, again = _run(name, task, self.sessions, self.settings)
+            if handled >= BACKLOG_ITEMS:
+                again = 0.0
+            elif again is None:
+                again = self.settings.worker_poll_seconds
+            self.next_run[name] = time.monotonic() + again
         return max(0.0, min(self.next_run.values()) - time.monotonic())
 
     def run_forever(self) -> None:

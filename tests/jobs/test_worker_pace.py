@@ -7,8 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from partnerlink.orders.journal import GATHER_SECONDS
-from partnerlink.worker import BACKLOG_ITEMS, IDLE_SECONDS, BackgroundWorker
+from partnerlink.worker import BACKLOG_ITEMS, BackgroundWorker
 
 
 class _Task:
@@ -57,9 +56,11 @@ def test_a_failing_task_waits_like_an_idle_one_and_stops_no_other(app: FastAPI) 
     assert other.runs == 1 and worker.next_run["broken"] > time.monotonic()
 
 
-def test_the_journal_is_looked_at_more_often_than_the_poll(app: FastAPI) -> None:
-    journal = _Task()
-    worker = _worker(app, **{"journaled orders": journal})
+def test_a_task_may_ask_to_be_looked_at_sooner_than_the_poll(app: FastAPI) -> None:
+    """The journal, while orders gather: looked at again once they have."""
+    gathering = _Task()
+    worker = BackgroundWorker(app.state.sessionmaker, app.state.settings)
+    worker.tasks = [("journal", lambda _s, _t: (gathering(_s, _t), 0.05))]
+    worker.next_run = {"journal": 0.0}
     wait = worker.run_due()
-    assert IDLE_SECONDS["journaled orders"] < GATHER_SECONDS
-    assert 0 < wait <= IDLE_SECONDS["journaled orders"] < app.state.settings.worker_poll_seconds
+    assert 0 < wait <= 0.05 < app.state.settings.worker_poll_seconds

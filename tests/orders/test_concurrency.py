@@ -54,10 +54,16 @@ def post_all(
 
         with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
             statuses = Counter(pool.map(send, bodies))
-        # Concurrent orders may be journaled and applied a moment later (orders/journal.py);
-        # a read applies them first, so the rows counted below are what any reader sees.
-        client.get("/v1/orders", params={"orderId": bodies[0]["orderId"]})
-        return statuses
+    # Concurrent orders may be journaled and applied a moment later (orders/journal.py);
+    # a read applies them first, so the rows counted below are what any reader sees. On a
+    # new connection: one left idle during the posts may be past the server's keep-alive.
+    httpx.get(
+        f"{server.url}/v1/orders",
+        params={"orderId": bodies[0]["orderId"]},
+        headers=shop.auth,
+        timeout=60,
+    )
+    return statuses
 
 
 def count(session: Session, model: Any) -> int:

@@ -24,6 +24,7 @@ from partnerlink.orders.journal import (
     JOURNALED,
     OrderIntake,
     apply_journaled_orders,
+    apply_when_gathered,
 )
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
@@ -69,13 +70,21 @@ def test_the_worker_lets_fewer_than_a_batch_gather_before_applying_them(
     for order_id in ("G-1", "G-2"):
         assert post(journal_client, shop.auth, order_body(order_id)).status_code == 200
     sessions = journal_app.state.sessionmaker
-    # Two orders, just acknowledged: left to gather.
-    assert apply_journaled_orders(sessions, journal_settings, gather_seconds=60) == 0
+    # Two orders, just acknowledged: left to gather, and the worker told when to look again.
+    applied, again = apply_when_gathered(sessions, journal_settings, gather_seconds=60)
+    assert applied == 0 and again is not None and 50 < again <= 60
     assert len(journal(session)) == 2
+    # Waited 40 of the 60 seconds: about 20 left.
+    session.execute(update(JournaledOrder).values(received_at=utcnow() - timedelta(seconds=40)))
+    session.commit()
+    applied, again = apply_when_gathered(sessions, journal_settings, gather_seconds=60)
+    assert applied == 0 and again is not None and 10 < again <= 20
     # The oldest has waited long enough: both applied.
     session.execute(update(JournaledOrder).values(received_at=utcnow() - timedelta(seconds=61)))
     session.commit()
     assert apply_journaled_orders(sessions, journal_settings, gather_seconds=60) == 2
+    # Nothing waits: nothing to look at before the poll interval.
+    assert apply_when_gathered(sessions, journal_settings, gather_seconds=60) == (0, None)
     assert sorted(order.order_id for order in orders(session)) == ["G-1", "G-2"]
 
 

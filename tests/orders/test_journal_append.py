@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
-from partnerlink.orders.facts import facts_of, from_journal
+from partnerlink.orders.facts import facts_of, from_journal, journal_text
 from partnerlink.orders.journal import JOURNALED, OrderIntake, apply_journaled_orders
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
@@ -105,6 +105,33 @@ def test_a_batch_is_accepted_and_refused_as_on_the_thread_and_kept_in_arrival_or
 
     assert apply_journaled_orders(app.state.sessionmaker, app.state.settings, gather_seconds=0)
     assert {"L-0", "L-2", "L-6"} <= {order.order_id for order in orders(session)}
+
+
+def test_each_order_is_kept_as_its_journal_form_exactly(
+    app: FastAPI, session: Session, shop: ConnectedStoreFixture
+) -> None:
+    """The journal forms travel unescaped inside the statement's JSON: what is stored is
+    their text, character for character, whatever the order holds."""
+    session.close()
+    awkward = {
+        "quote": 'say "hi" \\ back\\slash',
+        "lines": "a\nb\u2028c\td",
+        "text": "Zoë 🍕 中文",
+        "nested": {"list": [1, 2.5, None, True, {"ü": ""}]},
+    }
+    posts = [
+        OrderPost(
+            shop.access_token,
+            OrderIn.model_validate(
+                order_body(f"X-{n}", customerFirstName='An "Ann"', orderDetails=awkward)
+            ),
+        )
+        for n in range(3)
+    ]
+    [outcomes] = quick(app, posts)
+    assert kinds(outcomes) == [JOURNALED] * 3
+    bodies = [row.body for row in journaled(session)]
+    assert bodies == [journal_text(facts_of(post.order)) for post in posts]
 
 
 def test_a_lost_connection_refuses_the_batch_retryably_and_the_next_one_reconnects(

@@ -8,9 +8,9 @@ import threading
 
 import typer
 
-from partnerlink.app import tune_garbage_collector
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate
 from partnerlink.db.engine import make_engine, make_sessionmaker
+from partnerlink.kit.process import tune_garbage_collector
 from partnerlink.log_format import JsonFormatter
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.worker import BackgroundWorker

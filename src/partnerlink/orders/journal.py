@@ -35,7 +35,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -291,18 +290,28 @@ def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> in
 def apply_journaled_orders(
     sessions: sessionmaker[Session], settings: Settings, *, gather_seconds: float = GATHER_SECONDS
 ) -> int:
-    """The worker's task: applies what waits in the journal, unless another applier is
-    at work, or fewer than a batch wait and none for `gather_seconds` yet; answers how
-    many orders it applied."""
+    """Applies what waits in the journal, unless another applier is at work, or fewer than
+    a batch wait and none for `gather_seconds` yet; answers how many orders it applied."""
+    return apply_when_gathered(sessions, settings, gather_seconds=gather_seconds)[0]
+
+
+def apply_when_gathered(
+    sessions: sessionmaker[Session], settings: Settings, *, gather_seconds: float = GATHER_SECONDS
+) -> tuple[int, float | None]:
+    """The worker's task: `apply_journaled_orders`, and, when orders wait that have not
+    gathered yet, in how many seconds they will have (None: nothing waits), so that the
+    worker looks again then rather than a poll interval later."""
     with sessions() as session:
-        if not _ready_to_apply(Sql.of_session(session), gather_seconds):
+        left = _gathering_left(Sql.of_session(session), gather_seconds)
+        if left is None or left > 0:
             session.rollback()
-            return 0
-        return apply_in_session(session, settings=settings, wait=False)
+            return 0, left
+        return apply_in_session(session, settings=settings, wait=False), None
 
 
-def _ready_to_apply(sql: Sql, gather_seconds: float) -> bool:
-    """A full batch waits, or the oldest entry has waited `gather_seconds`.
+def _gathering_left(sql: Sql, gather_seconds: float) -> float | None:
+    """0 when a full batch waits or the oldest entry has waited `gather_seconds`; else how
+    long until it has (None: the journal is empty).
 
     Applying costs the database and the worker per batch as well as per order: a worker
     that applied whatever had come since its last run (a few hundred orders under load)
@@ -310,6 +319,9 @@ def _ready_to_apply(sql: Sql, gather_seconds: float) -> bool:
     Readers do not wait for this: they apply what they need themselves (orders/barrier.py).
     """
     full, oldest = sql.row(_READY, {"full": APPLY_BATCH - 1})
-    if full or oldest is None:
-        return bool(full)
-    return bool(utcnow() - stored_time(oldest) >= timedelta(seconds=gather_seconds))
+    if full:
+        return 0.0
+    if oldest is None:
+        return None
+    waited = (utcnow() - stored_time(oldest)).total_seconds()
+    return max(0.0, gather_seconds - waited)

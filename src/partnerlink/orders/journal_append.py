@@ -21,7 +21,6 @@ by order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,12 +38,14 @@ from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import digest
 from partnerlink.tokens.service import ACCESS_JOINS, live_access_token
 
-# :rows is a JSON array of [token hash, journal text], in arrival order; the statement
-# answers the (1-based) places of the accepted ones. Ids follow the places: the rows are
-# inserted in that order, as a store's orders must be applied.
+# :rows is a JSON array of [token hash, journal form], in arrival order, each journal
+# form (itself JSON) set in as it is and read back as the same text (`->` on json keeps
+# its input's text): neither escaped into a string here nor unescaped by PostgreSQL. The
+# statement answers the (1-based) places of the accepted ones. Ids follow the places: the
+# rows are inserted in that order, as a store's orders must be applied.
 _APPEND = Statement(
     "WITH given AS ("
-    " SELECT g.n, g.r->>0 AS token_hash, g.r->>1 AS body"
+    " SELECT g.n, g.r->>0 AS token_hash, CAST(g.r->1 AS text) AS body"
     " FROM json_array_elements(CAST(:rows AS json)) WITH ORDINALITY AS g(r, n)),"
     " callers AS ("
     " SELECT given.n, given.body, c.id AS connection_id, c.store_id, s.profile_id"
@@ -75,9 +76,14 @@ class JournalAppender:
         if not self.intake.journals_without_asking(len(posts)):
             return None
         try:
-            rows = json.dumps(
-                [[digest(post.token), journal_text(facts_of(post.order))] for post in posts],
-                ensure_ascii=False,
+            # A token's digest is hex: it needs no escaping.
+            rows = (
+                "["
+                + ",".join(
+                    f'["{digest(post.token)}",{journal_text(facts_of(post.order))}]'
+                    for post in posts
+                )
+                + "]"
             )
             params = {"rows": rows, "now": utcnow()}
             connection = await self._connection()
