@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import pool
+from sqlalchemy import pool, text
 
 from partnerlink.db.engine import make_engine
 from partnerlink.models import Base
 
 config = context.config
 target_metadata = Base.metadata
+# pg_advisory_xact_lock's key for "migrating": `serve` and `partnerlink worker` started
+# together on a new database both migrate; the second waits for the first's commit, then
+# finds nothing left to do (without it, it failed creating alembic_version a second time).
+_MIGRATION_LOCK = 0x706C6B6D6967
 
 
 def run_migrations_online() -> None:
@@ -28,6 +32,10 @@ def run_migrations_online() -> None:
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
+                )
             context.run_migrations()
     engine.dispose()
 
