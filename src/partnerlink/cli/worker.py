@@ -10,7 +10,6 @@ import typer
 
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate
 from partnerlink.db.engine import make_engine, make_sessionmaker
-from partnerlink.kit.process import tune_garbage_collector
 from partnerlink.log_format import JsonFormatter
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.worker import BackgroundWorker
@@ -30,7 +29,6 @@ def worker(json_output: bool = JsonOption) -> None:
     migrate(settings)
     engine = make_engine(settings.database_url)
     background = BackgroundWorker(make_sessionmaker(engine), settings)
-    tune_garbage_collector()  # as the server does: what start-up built is never collected
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
