@@ -1,4 +1,4 @@
-"""A long-running process's start-up tuning, the same for the server and the worker."""
+"""A long-running process's start-up tuning (the server's; the benchmarks' ceiling too)."""
 
 from __future__ import annotations
 
