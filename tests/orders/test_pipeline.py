@@ -124,6 +124,34 @@ def test_jobs_share_hops_but_never_exceed_the_slots(engine: Engine) -> None:
     assert peak <= 2
 
 
+def test_orders_a_few_turns_of_the_loop_behind_join_the_batch(engine: Engine) -> None:
+    """Requests whose bytes have arrived reach the queue a few turns of the event loop
+    later (read, parsed, validated): the first batch waits for them rather than going
+    alone, and an order alone still goes within a few turns."""
+    batches: list[int] = []
+
+    def handler(sql: Sql, items: list[int]) -> list[tuple[bool, object]]:
+        batches.append(len(items))
+        return [(True, item) for item in items]
+
+    async def arriving(pipeline: Pipeline, n: int, turns: int) -> object:
+        for _ in range(turns):  # as a request's task does before it queues its order
+            await asyncio.sleep(0)
+        return await pipeline.run(n)
+
+    async def main() -> None:
+        pipeline = Pipeline(engine, slots=1, handler=handler)
+        answers = await asyncio.gather(*(arriving(pipeline, n, n % 3) for n in range(12)))
+        assert answers == list(range(12))
+        await drained(pipeline)
+        alone_started = time.monotonic()
+        assert await pipeline.run(99) == 99
+        assert time.monotonic() - alone_started < 1
+
+    asyncio.run(main())
+    assert batches == [12, 1]
+
+
 @pytest.mark.parametrize("slots", [0, 1])
 def test_a_pipeline_always_has_one_slot(engine: Engine, slots: int) -> None:
     assert Pipeline(engine, slots=slots, handler=each_alone).slots == 1
