@@ -6,7 +6,8 @@ writes every touched page to its log; PostgreSQL pays two round trips and a
 flush): measured with bench/orders_profile.py. Orders therefore wait here, in
 the event loop, in arrival order; at most MAX_DRAINS drains run (never more
 than the pool's connections), and each takes whatever has queued up (up to
-BATCH) into one hop and one transaction (group commit), where a handler does
+BATCH), once the event loop has taken in the requests already arrived (`_gather`),
+into one hop and one transaction (group commit), where a handler does
 the batch's work (orders: service.accept_orders, phase by phase). No order is
 answered before that commit. Where the pool has connections to spare
 (PostgreSQL), a drain keeps its connection from one batch to the next while
