@@ -83,7 +83,19 @@ def stored_classes(session: Session) -> dict[str, tuple[str, str | None]]:
 
 
 @pytest.mark.parametrize(
-    ("seed", "batched"), [(1, False), (2, False), (3, False), (4, True), (5, True), (6, True)]
+    ("seed", "batched", "resent"),
+    [
+        (1, False, False),
+        (2, False, False),
+        (3, False, False),
+        (4, True, False),
+        (5, True, False),
+        (6, True, False),
+        (11, False, True),
+        (17, False, True),
+        (24, True, True),
+        (34, True, True),
+    ],
 )
 def test_classes_hold_whatever_order_the_data_arrives_in(
     client: TestClient,
@@ -92,9 +104,13 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
     session: Session,
     seed: int,
     batched: bool,
+    resent: bool,
 ) -> None:
     """`batched`: the orders between two touch files go as one batch (POST
-    /v1/orders/batch), stored together (orders/upsert.py's rounds on PostgreSQL)."""
+    /v1/orders/batch), stored together (orders/upsert.py's rounds on PostgreSQL).
+    `resent`: a third of the orders re-send an earlier order id with another createdAt
+    and perhaps another customer (the stored version is the last one sent), so orders
+    move later, earlier, and from one customer to another."""
     rng = random.Random(seed)
     people = [(f"p{i}@example.com", f"+1415555{i:04d}") for i in range(6)]
 
@@ -112,7 +128,10 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
             fields.update(customerEmail=email, customerPhoneNumber=None)
         else:
             fields.update(customerEmail=email, customerPhoneNumber=phone)
-        events.append(("order", (f"o{n}", fields)))
+        order_id = f"o{n}"
+        if resent and n > 0 and rng.random() < 0.35:
+            order_id = f"o{rng.randrange(n)}"
+        events.append(("order", (order_id, fields)))
     for _n in range(8):
         batch = []
         for _ in range(rng.randrange(1, 4)):
@@ -227,3 +246,43 @@ def test_upload_giving_a_customer_a_phone_reclassifies_their_orders(
         client, app, settings, shop, [{"email": "ada@example.com", "phoneNumber": "+14155550123"}]
     )
     assert stored_classes(session) == expected_classes(session)
+
+
+def two_touched_orders(client: TestClient, shop: ConnectedStoreFixture, session: Session) -> None:
+    """Ada, touched by a campaign, orders twice: "first", then "second" (`returning`)."""
+    import_touches(
+        session,
+        shop.profile.id,
+        [{"campaignId": "spring", "touchedAt": "2024-05-08T00:00:00Z", "email": "ada@example.com"}],
+    )
+    send(client, shop, "first", createdAt="2024-05-09T12:00:00Z", updatedAt=None)
+    send(client, shop, "second", createdAt="2024-05-10T12:00:00Z", updatedAt=None)
+    assert stored_order(session, "second").conversion == "returning"
+
+
+def test_first_order_resent_later_makes_the_next_one_new(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    two_touched_orders(client, shop, session)
+    # The partner corrects the first order's time: it now comes after the second.
+    send(client, shop, "first", createdAt="2024-05-11T12:00:00Z", updatedAt=None)
+    assert stored_order(session, "second").conversion == "new"
+    assert stored_order(session, "first").conversion == "returning"
+
+
+def test_order_resent_with_another_customer_leaves_the_first_one_new(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    two_touched_orders(client, shop, session)
+    # The first order was keyed to the wrong person: re-sent with another customer.
+    send(
+        client,
+        shop,
+        "first",
+        createdAt="2024-05-09T12:00:00Z",
+        updatedAt=None,
+        customerEmail="grace@example.com",
+        customerPhoneNumber=None,
+    )
+    assert stored_order(session, "second").conversion == "new"
+    assert stored_order(session, "first").conversion == "organic"

@@ -16,8 +16,9 @@ form (`conversion_case`, the CASE of the upsert) are both read from it. An
 order's class is computed inside its own upsert (`queries.UPSERT_ORDER`),
 at no extra round trip. Data that arrives late re-classifies the orders it
 affects, where it arrives: touches and new identifiers of a customer with
-`reclassify_customers` (measurement/, customers/, the pipeline), an order older
-than its customer's newest order with `mark_returning` (the pipeline).
+`reclassify_customers` (measurement/, customers/, the pipeline, and a re-sent order
+that leaves its customer or moves later), an order older than its customer's newest
+order with `mark_returning` (the pipeline).
 """
 
 from __future__ import annotations

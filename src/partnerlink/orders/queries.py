@@ -106,14 +106,34 @@ _HAS_LATER = (
 )
 
 
+# PostgreSQL only: the customer an updated order leaves behind with an order fewer or a
+# later one (the stored version had another customer, or an older createdAt), NULL
+# otherwise. A subquery of RETURNING reads the statement's snapshot, which still holds
+# the row as it was before this statement changed it (a new row is not in it: NULL).
+# That customer's other orders may change class (returning -> new), so the pipeline
+# classifies its orders again. SQLite's RETURNING sees the new row: there the stored
+# version is read before the upsert (orders/upsert.py).
+_LEFT_CUSTOMER = (
+    "(SELECT before.customer_id FROM orders AS before WHERE before.id = orders.id"
+    " AND (before.customer_id IS DISTINCT FROM orders.customer_id"
+    " OR before.ordered_at < orders.ordered_at))"
+)
+# SQLite: the stored version of an order, before its upsert.
+STORED_VERSION = Statement(
+    "SELECT customer_id, ordered_at FROM orders WHERE store_id = :store_id"
+    " AND partner_id = :partner_id AND order_id = :order_id AND profile_id = :profile_id"
+)
+
+
 _SET = ", ".join(
     f"{name} = excluded.{name}" for name in (*UPDATED_COLUMNS, "conversion", "campaign_id")
 )
 
 
-def _upsert(*, from_rows: bool) -> Statement:
+def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
     """Creates the order, or updates it unless the stored `updatedAt` is newer; RETURNING
-    id and whether the customer has a newer order.
+    id, whether the customer has a newer order and (PostgreSQL) the customer the stored
+    version leaves behind (`_LEFT_CUSTOMER`).
 
     One statement for every order, so a batch's upserts travel together (db/raw.py):
     no row comes back when a re-send was older than what is stored. The class and
@@ -136,10 +156,10 @@ def _upsert(*, from_rows: bool) -> Statement:
             f" SELECT {sets.from_rows(selected)} FROM {sets.rows_source(ROW_TYPES)}"
             f" LEFT JOIN LATERAL ({sets.from_rows(_LATEST_TOUCH)}) AS touch ON true"
         )
-        returned = f"id, {_HAS_LATER}, store_id, partner_id, order_id"
+        returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER}, store_id, partner_id, order_id"
     else:
         source = f" VALUES ({values}, {_class_and_campaign(f'({_LATEST_TOUCH})')})"
-        returned = f"id, {_HAS_LATER}"
+        returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER if postgres else 'NULL'}"
     return Statement(
         f"INSERT INTO orders ({columns}, conversion, campaign_id){source}"
         # The key includes profile_id, the distribution column (migration 0025).
@@ -176,8 +196,9 @@ ROW_TYPES = {
     "match_phone": "text",
     "window_start": _TIME,
 }
-UPSERT_ORDER = _upsert(from_rows=False)
-UPSERT_ORDERS = _upsert(from_rows=True)
+UPSERT_ORDER = _upsert(from_rows=False, postgres=False)
+UPSERT_ORDER_POSTGRES = _upsert(from_rows=False, postgres=True)
+UPSERT_ORDERS = _upsert(from_rows=True, postgres=True)
 
 
 def find_order(*, store_id: str, partner_id: str, order_id: str) -> Select[Order]:

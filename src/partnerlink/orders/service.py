@@ -217,21 +217,29 @@ def _reclassify_late(
       exists" changed, for orders after it, so `new` ones among them become `returning`
       (conversion.mark_returning); a customer's whole history is not read back (it was:
       a sixth of the worker's time under bench/orders.py's load).
+    - A re-sent order that left its customer (another email or phone) or moved later:
+      that customer's first order may now be another one (`returning` -> `new`), so the
+      customer's orders are classified again. Rare: a re-send mostly changes a status.
     """
+    whole: dict[str, set[int]] = {}  # by profile: customers classified again in full
+    for values, row in zip(columns, rows, strict=True):
+        if row is not None and row[2] is not None:
+            whole.setdefault(values["profile_id"], set()).add(row[2])
+        if values["customer_id"] in rekeyed:
+            whole.setdefault(values["profile_id"], set()).add(values["customer_id"])
     earlier: dict[str, set[int]] = {}
     for values, row in zip(columns, rows, strict=True):
         customer_id = values["customer_id"]
-        if customer_id is not None and row is not None and row[1] and customer_id not in rekeyed:
+        if (
+            customer_id is not None
+            and row is not None
+            and row[1]
+            and customer_id not in whole.get(values["profile_id"], ())
+        ):
             earlier.setdefault(values["profile_id"], set()).add(customer_id)
     for profile_id, customer_ids in earlier.items():
         mark_returning(sql, profile_id=profile_id, customer_ids=customer_ids)
-    if not rekeyed:
-        return
-    rekeyed_by_profile: dict[str, set[int]] = {}
-    for values in columns:
-        if values["customer_id"] in rekeyed:
-            rekeyed_by_profile.setdefault(values["profile_id"], set()).add(values["customer_id"])
-    for profile_id, customer_ids in rekeyed_by_profile.items():
+    for profile_id, customer_ids in whole.items():
         reclassify_customers(
             sql,
             profile_id=profile_id,

@@ -23,15 +23,19 @@ from typing import Any
 from partnerlink.db import sets
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
+from partnerlink.orders.conversion import stored_time
 
 _Key = tuple[str, str, str]  # store, partner, order id: an order's identity in a profile
 
 
 def upsert_orders(sql: Sql, columns: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Each order's upsert row (id, has a newer order), or None where a stored version was
-    newer and nothing was written; as if upserted one after another in order."""
-    if not sql.postgres or len(columns) < 2:
-        return sql.first_rows(queries.UPSERT_ORDER, columns)
+    """Each order's upsert row (id, has a newer order, the customer id the stored version
+    leaves with an order fewer or a later one, else None), or None where a stored version
+    was newer and nothing was written; as if upserted one after another in order."""
+    if not sql.postgres:
+        return [_upsert_sqlite(sql, values) for values in columns]
+    if len(columns) < 2:
+        return sql.first_rows(queries.UPSERT_ORDER_POSTGRES, columns)
     found: list[Any] = [None] * len(columns)
     for positions in rounds(columns):
         by_key = {_key(columns[position]): position for position in positions}
@@ -39,9 +43,26 @@ def upsert_orders(sql: Sql, columns: Sequence[Mapping[str, Any]]) -> list[Any]:
             queries.UPSERT_ORDERS,
             sets.rows_parameter([columns[p] for p in positions], queries.ROW_TYPES),
         )
-        for order_pk, has_later, *key in rows:
-            found[by_key[(key[0], key[1], key[2])]] = (order_pk, has_later)
+        for order_pk, has_later, left_customer, *key in rows:
+            found[by_key[(key[0], key[1], key[2])]] = (order_pk, has_later, left_customer)
     return found
+
+
+def _upsert_sqlite(sql: Sql, values: Mapping[str, Any]) -> Any:
+    """SQLite's RETURNING sees the row as written, so the stored version is read first (an
+    in-process look-up by the order's key) to find the customer it leaves behind."""
+    stored = sql.row(queries.STORED_VERSION, values)
+    row = sql.row(queries.UPSERT_ORDER, values)
+    if row is None:
+        return None
+    left_customer = None
+    if stored is not None and stored[0] is not None:
+        stored_customer, stored_at = stored
+        if stored_customer != values["customer_id"] or stored_time(stored_at) < stored_time(
+            values["ordered_at"]
+        ):
+            left_customer = stored_customer
+    return (row[0], row[1], left_customer)
 
 
 def rounds(columns: Sequence[Mapping[str, Any]]) -> list[list[int]]:
