@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -151,21 +151,38 @@ def _ingest(
         "keep_alive": _lease_keeper(sessions, settings, upload),
     }
     try:
-        if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
-            batches = read_batches_elsewhere(storage, upload.storage_key, **options)
-            with closing(batches):
-                for batch in batches:
-                    commit_batch(sessions, settings, upload, batch, reclassify)
-        else:
-            with storage.open(upload.storage_key) as stream:
-                for batch in read_checked_batches(stream, **options):
-                    commit_batch(sessions, settings, upload, batch, reclassify)
+        with _batch_sessions(sessions) as batch_sessions:
+            if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
+                batches = read_batches_elsewhere(storage, upload.storage_key, **options)
+                with closing(batches):
+                    for batch in batches:
+                        commit_batch(batch_sessions, settings, upload, batch, reclassify)
+            else:
+                with storage.open(upload.storage_key) as stream:
+                    for batch in read_checked_batches(stream, **options):
+                        commit_batch(batch_sessions, settings, upload, batch, reclassify)
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
     except UploadFileInvalid as error:
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
+
+
+@contextmanager
+def _batch_sessions(sessions: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
+    """Sessions for the upload's batches. PostgreSQL: all on one connection held for the
+    upload, since a checkout from the pool pings the server first (pool_pre_ping), a round
+    trip in every batch's path: ~2.6% of the worker's time at 1,000,000 records (py-spy).
+    A connection lost meanwhile fails the batch, and the upload is taken up again later
+    (MAX_ATTEMPTS). SQLite: its pool's one connection is shared with every request, so
+    each batch checks it out and gives it back."""
+    engine = sessions.kw["bind"]
+    if engine.dialect.name != "postgresql":
+        yield sessions
+        return
+    with engine.connect() as connection:
+        yield sessionmaker(bind=connection, expire_on_commit=False, autoflush=True)
 
 
 def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> datetime:
