@@ -74,4 +74,3 @@ def test_a_connection_lost_mid_upload_is_replaced_and_nothing_is_stored_twice(
     assert status["status"] == "done", status
     assert len(uploader.customers()) == RECORDS
     assert status["records"] == RECORDS
-
