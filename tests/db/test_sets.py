@@ -16,16 +16,17 @@ from psycopg.types.json import Json
 from partnerlink.db import sets
 from partnerlink.db.raw import Sql, Statement, checkout, transaction
 
-TYPES = {
-    "n": "bigint",
-    "name": "text",
-    "at": "timestamptz",
-    "details": sets.JSON_TEXT,
-}
+ROWS = sets.RowSet(
+    {
+        "n": "bigint",
+        "name": "text",
+        "at": "timestamptz",
+        "details": sets.JSON_TEXT,
+    }
+)
 # Each set read back from the rows, the JSON column as the text PostgreSQL keeps.
 READ_BACK = Statement(
-    f"SELECT {sets.from_rows(':n, :name, :at, CAST(:details AS text)')}"
-    f" FROM {sets.rows_source(TYPES)}"
+    f"SELECT {sets.from_rows(':n, :name, :at, CAST(:details AS text)')} FROM {ROWS.source}"
 )
 AWKWARD = ["", 'quote " and \\ backslash', "new\nline\ttab", "Zoë 🍕", "\u2028", "%s"]
 
@@ -44,7 +45,7 @@ def _parameter(
 def test_the_rows_parameter_is_one_json_array_with_json_texts_set_in_as_they_are() -> None:
     at = datetime(2024, 5, 1, 12, 30, 0, 123456, tzinfo=UTC)
     details = '{"b": 1,  "a": [true, null, "x"]}'  # spacing and key order as given
-    text = sets.rows_parameter([_parameter(1, 'say "hi"', at, details)], TYPES)["rows"]
+    text = ROWS.parameter([_parameter(1, 'say "hi"', at, details)])["rows"]
     assert json.loads(text) == [
         {
             "n": 1,
@@ -54,13 +55,21 @@ def test_the_rows_parameter_is_one_json_array_with_json_texts_set_in_as_they_are
         }
     ]
     assert details in text  # not escaped into a string
-    nothing = sets.rows_parameter([_parameter(2, None, None, None)], TYPES)["rows"]
+    nothing = ROWS.parameter([_parameter(2, None, None, None)])["rows"]
     assert json.loads(nothing) == [{"n": 2, "name": None, "at": None, "details": None}]
+
+
+def test_a_set_of_json_columns_only_is_still_json() -> None:
+    only_json = sets.RowSet({"a": sets.JSON_TEXT, "b": sets.JSON_TEXT})
+    text = only_json.parameter(
+        [{"a": Json("[1, 2]", dumps=lambda text: text), "b": None}, {"a": None, "b": None}]
+    )["rows"]
+    assert json.loads(text) == [{"a": [1, 2], "b": None}, {"a": None, "b": None}]
 
 
 def test_a_value_that_is_not_json_text_is_refused() -> None:
     with pytest.raises(TypeError):
-        sets.rows_parameter([{"n": 1, "name": "x", "at": None, "details": {"a": 1}}], TYPES)
+        ROWS.parameter([{"n": 1, "name": "x", "at": None, "details": {"a": 1}}])
 
 
 @pytest.fixture
@@ -92,7 +101,7 @@ def test_postgresql_reads_back_every_value_as_sent(
         for index, name in enumerate(names)
     ]
     with transaction(postgres_sql):
-        rows = postgres_sql.all_rows(READ_BACK, sets.rows_parameter(many, TYPES))
+        rows = postgres_sql.all_rows(READ_BACK, ROWS.parameter(many))
     assert [(n, name, when, json.loads(details)) for n, name, when, details in rows] == [
         (index, name, at if index % 2 else None, {"name": name, "i": index})
         for index, name in enumerate(names)

@@ -35,32 +35,41 @@ def from_rows(text: str) -> str:
     return NAMED_PARAMETER.sub(lambda match: f"r.{match.group(1)}", text)
 
 
-def rows_source(types: Mapping[str, str]) -> str:
-    """The FROM item that yields the parameter sets as rows `r` (parameter `:rows`)."""
-    columns = ", ".join(f"{name} {kind}" for name, kind in types.items())
-    return f"json_to_recordset(CAST(:rows AS json)) AS r({columns})"
+class RowSet:
+    """The parameter sets of one statement: the types PostgreSQL reads them as, its FROM
+    item (`source`, the rows `r`) and its `:rows` parameter (`parameter`), from the one
+    mapping, so that where the statement is written and where it runs cannot disagree."""
 
+    __slots__ = ("_embedded", "_times", "source", "types")
 
-def rows_parameter(many: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> dict[str, str]:
-    """The parameter sets as the `:rows` parameter: one JSON array, each set an object.
+    def __init__(self, types: Mapping[str, str]) -> None:
+        self.types = dict(types)
+        columns = ", ".join(f"{name} {kind}" for name, kind in self.types.items())
+        self.source = f"json_to_recordset(CAST(:rows AS json)) AS r({columns})"
+        self._times = [name for name, kind in self.types.items() if kind == _TIME]
+        self._embedded = [name for name, kind in self.types.items() if kind == JSON_TEXT]
 
-    Times (aware datetimes, as Sql.time gives them on PostgreSQL) are written in ISO
-    form, and "json" values (Sql.json_text, Sql.json) as the JSON they hold; the rest
-    goes through the standard library's C encoder as it is.
-    """
-    times = [name for name, kind in types.items() if kind == _TIME]
-    embedded = [name for name, kind in types.items() if kind == JSON_TEXT]
-    texts = []
-    for params in many:
-        plain = dict(params)
-        for name in times:
-            value = plain[name]
-            if value is not None:
-                plain[name] = value.isoformat()
-        tail = "".join(f',"{name}":{_json_of(plain.pop(name))}' for name in embedded)
-        text = _ENCODER.encode(plain)
-        texts.append(f"{text[:-1]}{tail}}}" if tail else text)
-    return {"rows": f"[{','.join(texts)}]"}
+    def parameter(self, many: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        """The parameter sets as the `:rows` parameter: one JSON array, each set an object.
+
+        Times (aware datetimes, as Sql.time gives them on PostgreSQL) are written in ISO
+        form, and "json" values (Sql.json_text, Sql.json) as the JSON they hold; the rest
+        goes through the standard library's C encoder as it is.
+        """
+        texts = []
+        for params in many:
+            plain = dict(params)
+            for name in self._times:
+                value = plain[name]
+                if value is not None:
+                    plain[name] = value.isoformat()
+            embedded = [f'"{name}":{_json_of(plain.pop(name))}' for name in self._embedded]
+            text = _ENCODER.encode(plain)
+            if embedded:  # into the encoded object, after its members if it has any
+                members = text[1:-1]
+                text = "{" + ",".join([members, *embedded] if members else embedded) + "}"
+            texts.append(text)
+        return {"rows": f"[{','.join(texts)}]"}
 
 
 def _json_of(value: Any) -> str:
@@ -78,19 +87,18 @@ class LookUpAtOnce:
     statement's start.
     """
 
-    __slots__ = ("statement", "types")
+    __slots__ = ("rows", "statement")
 
     def __init__(self, text: str, types: Mapping[str, str]) -> None:
-        self.types = {**types, "i_": "integer"}
+        self.rows = RowSet({**types, "i_": "integer"})
         self.statement = Statement(
-            f"SELECT r.i_, x.* FROM {rows_source(self.types)}"
-            f" CROSS JOIN LATERAL ({from_rows(text)}) AS x"
+            f"SELECT r.i_, x.* FROM {self.rows.source} CROSS JOIN LATERAL ({from_rows(text)}) AS x"
         )
 
     def first_rows(self, sql: Sql, many: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Each set's row (a tuple, without the set's position) or None, in order."""
         found: list[Any] = [None] * len(many)
         numbered = [{**params, "i_": index} for index, params in enumerate(many)]
-        for row in sql.all_rows(self.statement, rows_parameter(numbered, self.types)):
+        for row in sql.all_rows(self.statement, self.rows.parameter(numbered)):
             found[row[0]] = tuple(row[1:])
         return found

@@ -153,7 +153,7 @@ def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
     if from_rows:
         selected = f"{values}, {_class_and_campaign('touch.campaign_id')}"
         source = (
-            f" SELECT {sets.from_rows(selected)} FROM {sets.rows_source(ROW_TYPES)}"
+            f" SELECT {sets.from_rows(selected)} FROM {ORDER_ROWS.source}"
             f" LEFT JOIN LATERAL ({sets.from_rows(_LATEST_TOUCH)}) AS touch ON true"
         )
         returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER}, store_id, partner_id, order_id"
@@ -171,31 +171,33 @@ def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
 
 # The upsert's parameters as PostgreSQL reads them from a JSON parameter set.
 _TIME = "timestamptz"
-ROW_TYPES = {
-    "store_id": "text",
-    "profile_id": "text",
-    "partner_id": "text",
-    "order_id": "text",
-    "received_at": _TIME,
-    "order_price": "bigint",
-    "order_currency": "text",
-    "order_status": "text",
-    "order_type": "text",
-    "ordered_at": _TIME,
-    "ordered_at_offset_minutes": "integer",
-    "partner_updated_at": _TIME,
-    "customer_id": "bigint",
-    "customer_first_name": "text",
-    "customer_last_name": "text",
-    "customer_email": "text",
-    "customer_phone_number": "text",
-    "details": sets.JSON_TEXT,
-    "store_snapshot": sets.JSON_TEXT,
-    "updated_at": _TIME,
-    "match_email": "text",
-    "match_phone": "text",
-    "window_start": _TIME,
-}
+ORDER_ROWS = sets.RowSet(
+    {
+        "store_id": "text",
+        "profile_id": "text",
+        "partner_id": "text",
+        "order_id": "text",
+        "received_at": _TIME,
+        "order_price": "bigint",
+        "order_currency": "text",
+        "order_status": "text",
+        "order_type": "text",
+        "ordered_at": _TIME,
+        "ordered_at_offset_minutes": "integer",
+        "partner_updated_at": _TIME,
+        "customer_id": "bigint",
+        "customer_first_name": "text",
+        "customer_last_name": "text",
+        "customer_email": "text",
+        "customer_phone_number": "text",
+        "details": sets.JSON_TEXT,
+        "store_snapshot": sets.JSON_TEXT,
+        "updated_at": _TIME,
+        "match_email": "text",
+        "match_phone": "text",
+        "window_start": _TIME,
+    }
+)
 UPSERT_ORDER = _upsert(from_rows=False, postgres=False)
 UPSERT_ORDER_POSTGRES = _upsert(from_rows=False, postgres=True)
 UPSERT_ORDERS = _upsert(from_rows=True, postgres=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from partnerlink.db import sets
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
 from partnerlink.orders.conversion import stored_time
@@ -41,7 +40,7 @@ def upsert_orders(sql: Sql, columns: Sequence[Mapping[str, Any]]) -> list[Any]:
         by_key = {_key(columns[position]): position for position in positions}
         rows = sql.all_rows(
             queries.UPSERT_ORDERS,
-            sets.rows_parameter([columns[p] for p in positions], queries.ROW_TYPES),
+            queries.ORDER_ROWS.parameter([columns[p] for p in positions]),
         )
         for order_pk, has_later, left_customer, *key in rows:
             found[by_key[(key[0], key[1], key[2])]] = (order_pk, has_later, left_customer)

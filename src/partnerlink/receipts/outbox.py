@@ -77,8 +77,7 @@ def queue_receipts(sql: Sql, due: Sequence[DueReceipt], *, settings: Settings) -
     if not sql.postgres or len(rows) < 2:
         return [row is not None for row in sql.first_rows(_INSERT_RECEIPT, rows)]
     written = {
-        order_pk
-        for (order_pk,) in sql.all_rows(_INSERT_RECEIPTS, sets.rows_parameter(rows, _RECEIPT_TYPES))
+        order_pk for (order_pk,) in sql.all_rows(_INSERT_RECEIPTS, _RECEIPT_ROWS.parameter(rows))
     }
     queued: list[bool] = []
     for one in due:
@@ -120,21 +119,23 @@ _INSERT_RECEIPT = Statement(
 )
 # Many at once (PostgreSQL): DO NOTHING also skips a second row of one order in the same
 # statement, so each order still gets one receipt.
-_RECEIPT_TYPES = {
-    "order_pk": "bigint",
-    "order_id": "text",
-    "store_id": "text",
-    "profile_id": "text",
-    "key_hash": "text",
-    "to_phone": "text",
-    "body": "text",
-    "link": "text",
-    "status": "text",
-    "now": "timestamptz",
-}
+_RECEIPT_ROWS = sets.RowSet(
+    {
+        "order_pk": "bigint",
+        "order_id": "text",
+        "store_id": "text",
+        "profile_id": "text",
+        "key_hash": "text",
+        "to_phone": "text",
+        "body": "text",
+        "link": "text",
+        "status": "text",
+        "now": "timestamptz",
+    }
+)
 _INSERT_RECEIPTS = Statement(
     f"INSERT INTO receipts ({_RECEIPT_COLUMNS})"
     f" SELECT {sets.from_rows(_RECEIPT_VALUES)}"
-    f" FROM {sets.rows_source(_RECEIPT_TYPES)}"
+    f" FROM {_RECEIPT_ROWS.source}"
     " ON CONFLICT (order_pk, profile_id) DO NOTHING RETURNING order_pk"
 )
