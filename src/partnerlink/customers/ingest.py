@@ -29,16 +29,14 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
-from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.batch_apply import apply_records
 from partnerlink.customers.models import Upload
 from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
-from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
-from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
 from partnerlink.tokens.service import event_receivers
@@ -278,82 +276,6 @@ def commit_batch(
         upload.records_committed = batch.next_index
         return
     raise RuntimeError(f"batch at {batch.first_index} did not settle after {BATCH_RETRIES} tries")
-
-
-def apply_records(
-    session: Session,
-    *,
-    profile_id: str,
-    batch: ParsedBatch,
-    careful: bool = False,
-    rekeyed: set[int] | None = None,
-) -> tuple[int, int, int]:
-    """Matches and merges the batch's valid records; returns (created, updated, unchanged).
-
-    `careful` creates new customers one by one (after a concurrent writer
-    created some of them first): each then merges into the winner's row.
-    `rekeyed`, when given, receives the ids of stored customers whose email or
-    phone changed.
-    """
-    if not batch.records:
-        return 0, 0, 0
-    plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
-    if rekeyed is not None:
-        rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
-    now = utcnow()
-    # Updates first: a phone-only customer taking an email must not collide with new rows.
-    queries.update_customers(
-        session,
-        rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
-        now=now,
-    )
-    if not careful:
-        queries.insert_customers(
-            session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
-        )
-        return plan.created, plan.updated, plan.unchanged
-    created, updated, unchanged = 0, plan.updated, plan.unchanged
-    for entity in plan.inserts:
-        _, outcome = upsert_customer(
-            Sql.of_session(session),
-            profile_id=profile_id,
-            fields=CustomerFields(*entity.values),
-            rekeyed=rekeyed,
-        )
-        created += outcome == "created"
-        updated += outcome == "updated"
-        unchanged += outcome == "unchanged"
-    return created, updated, unchanged
-
-
-def _match_candidates(
-    session: Session, profile_id: str, records: list[NormalizedRecord]
-) -> list[StoredRow]:
-    """Every stored customer the batch could match, in one or two queries.
-
-    A record whose email is stored matches by email alone, so phones are looked
-    up only for the others (without email, or with a new one): a re-sent list
-    costs one query a batch.
-    """
-    emails = {email for record in records if (email := record[EMAIL]) is not None}
-    stored = {
-        row[0]: row
-        for row in queries.load_customers(
-            session, profile_id=profile_id, column="email", keys=emails
-        )
-    }
-    known = {row[1] for row in stored.values()}
-    phones = {
-        phone
-        for record in records
-        if (phone := record[PHONE]) is not None and record[EMAIL] not in known
-    }
-    by_phone = queries.load_customers(
-        session, profile_id=profile_id, column="phone_number", keys=phones
-    )
-    for row in by_phone:
-        stored.setdefault(row[0], row)
-    return list(stored.values())
 
 
 def _errors_with(

@@ -1,7 +1,7 @@
 """Customer matching and merging for single records (orders) and the customer listing.
 
 CONTRACT.md §6's matching rule (matching.py) with SQL look-ups (queries.py);
-bulk ingestion (`ingest.py`, `merge.py`) applies the same rule batch-wise, in
+bulk ingestion (`ingest.py`, `batch_apply.py`, `merge.py`) applies the same rule batch-wise, in
 memory.
 """
 
