@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.cli.test_errors_and_output import SERVER_URL, run_with_database
-from tests.conftest import ON_POSTGRES
+from tests.conftest import ON_POSTGRES, free_port
 
 # The commands that must not create a database, with arguments that would otherwise succeed.
 READ_OR_WRITE_COMMANDS = [
@@ -166,3 +166,49 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_never_that_it_is_serving(
     assert len(lines) == 1, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in lines[0]
     assert "(port_unavailable)" in lines[0]
+
+
+def _banner(tmp_path: Path, port: int, env: dict[str, str]) -> str:
+    """What `serve --port` prints once it listens (up to the "Next:" line); then stopped."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "partnerlink", "serve", "--port", str(port)],
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PARTNERLINK_PUBLIC_URL"},
+            "PARTNERLINK_DATABASE_URL": f"sqlite:///{tmp_path / 'banner.db'}",
+            "PARTNERLINK_DATA_DIR": str(tmp_path),
+            "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
+            "COLUMNS": "400",  # one banner line a line
+            **env,
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:
+            lines.append(line)
+            if line.startswith("Next:"):
+                break
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return "".join(lines)
+
+
+def test_serve_on_another_port_says_where_it_serves_and_that_links_need_the_public_url(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    banner = _banner(tmp_path, port, {})
+    assert f"is serving at http://127.0.0.1:{port}\n" in banner
+    assert f"Merchant console  http://127.0.0.1:{port}/merchant" in banner
+    assert "PARTNERLINK_PUBLIC_URL is its default, http://127.0.0.1:8000" in banner
+    assert f"set PARTNERLINK_PUBLIC_URL=http://127.0.0.1:{port}" in banner
+
+    # Set (as behind a proxy, or on purpose): the banner names it and says nothing more.
+    port = free_port()
+    banner = _banner(tmp_path, port, {"PARTNERLINK_PUBLIC_URL": "https://plk.example.com"})
+    assert "is serving at https://plk.example.com\n" in banner
+    assert "PARTNERLINK_PUBLIC_URL" not in banner

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 import uvicorn.config
@@ -36,6 +37,12 @@ def serve(
         workers = 1 if settings.is_sqlite else (os.cpu_count() or 1)
     # JSON logs: nothing but JSON lines. The banner waits for the port (run_server).
     show_banner = not json_output and settings.log_format != "json"
+    # The public URL left at its default while the port changed: the links would point
+    # at the default port (README, "make run SERVE_ARGS"). Said once, at start.
+    default_port = urlsplit(settings.public_url).port
+    moved_port = (
+        port if "public_url" not in settings.model_fields_set and port != default_port else None
+    )
     install_log_redaction()
     os.environ[SERVER_PROCESS_ENV] = "1"  # inherited by uvicorn's worker processes
     run_server(
@@ -44,7 +51,11 @@ def serve(
         host=host,
         port=port,
         workers=workers,
-        on_listening=lambda: _print_banner(settings.public_url) if show_banner else None,
+        on_listening=lambda: (
+            _print_banner(settings.public_url, host=host, moved_port=moved_port)
+            if show_banner
+            else None
+        ),
         proxy_headers=False,  # X-Forwarded-For is trusted only from PARTNERLINK_TRUSTED_PROXIES
         server_header=False,
         log_config=log_config(settings.log_format),
@@ -75,11 +86,22 @@ def log_config(log_format: str = "text") -> dict[str, Any]:
     return use_json_logs(config) if log_format == "json" else config
 
 
-def _print_banner(public_url: str) -> None:
-    console.print(f"\n[bold green]PartnerLink[/bold green] is serving at {public_url}")
-    console.print(f"  Merchant console  {public_url}/merchant")
-    console.print(f"  API reference     {public_url}/docs")
-    console.print(f"  Health            {public_url}/healthz")
+def _print_banner(public_url: str, *, host: str, moved_port: int | None) -> None:
+    serving = public_url
+    if moved_port is not None:
+        if host in ("0.0.0.0", "::", ""):  # every address: this machine's own will do
+            host = urlsplit(public_url).hostname or "127.0.0.1"
+        serving = f"http://{f'[{host}]' if ':' in host else host}:{moved_port}"
+    console.print(f"\n[bold green]PartnerLink[/bold green] is serving at {serving}")
+    console.print(f"  Merchant console  {serving}/merchant")
+    console.print(f"  API reference     {serving}/docs")
+    console.print(f"  Health            {serving}/healthz")
+    if moved_port is not None:
+        console.print(
+            f"\n[yellow]PARTNERLINK_PUBLIC_URL is its default, {public_url}[/yellow], so the"
+            " links this service hands out (consent, upload, receipt) point there: set"
+            f" PARTNERLINK_PUBLIC_URL={serving} (for `partnerlink demo` too)."
+        )
     console.print(
         "\nNext: in another terminal, run [bold].venv/bin/partnerlink demo[/bold] for a demo "
         "partner, merchant and store, with ready-to-paste curl commands for both flows.\n"
