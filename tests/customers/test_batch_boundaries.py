@@ -40,7 +40,7 @@ def random_file(rng: random.Random, size: int) -> list[dict[str, Any]]:
     return records
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_the_customers_do_not_depend_on_where_the_batches_are_cut(
     uploader: Uploader, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
