@@ -113,15 +113,25 @@ _HAS_LATER = (
 # That customer's other orders may change class (returning -> new), so the pipeline
 # classifies its orders again. SQLite's RETURNING sees the new row: there the stored
 # version is read before the upsert (orders/upsert.py).
+def _leaves_customer(stored: str, customer_id: str, ordered_at: str) -> str:
+    """The condition under which the stored version (columns prefixed `stored`) leaves its
+    customer with an order fewer or a later one: another customer, or a later createdAt."""
+    return (
+        f"({stored}customer_id IS NOT NULL AND ({stored}customer_id IS DISTINCT FROM"
+        f" {customer_id} OR {stored}ordered_at < {ordered_at}))"
+    )
+
+
 _LEFT_CUSTOMER = (
     "(SELECT before.customer_id FROM orders AS before WHERE before.id = orders.id"
-    " AND (before.customer_id IS DISTINCT FROM orders.customer_id"
-    " OR before.ordered_at < orders.ordered_at))"
+    f" AND {_leaves_customer('before.', 'orders.customer_id', 'orders.ordered_at')})"
 )
-# SQLite: the stored version of an order, before its upsert.
-STORED_VERSION = Statement(
-    "SELECT customer_id, ordered_at FROM orders WHERE store_id = :store_id"
-    " AND partner_id = :partner_id AND order_id = :order_id AND profile_id = :profile_id"
+# SQLite: the same, read before the upsert from the stored version and the new values
+# (its RETURNING sees the row as written). Times compare as the text SQLite keeps.
+LEFT_CUSTOMER_SQLITE = Statement(
+    "SELECT customer_id FROM orders WHERE store_id = :store_id AND partner_id = :partner_id"
+    " AND order_id = :order_id AND profile_id = :profile_id"
+    f" AND {_leaves_customer('', 'CAST(:customer_id AS INTEGER)', ':ordered_at')}"
 )
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import stored_time
 
 _Key = tuple[str, str, str]  # store, partner, order id: an order's identity in a profile
 
@@ -48,20 +47,11 @@ def upsert_orders(sql: Sql, columns: Sequence[Mapping[str, Any]]) -> list[Any]:
 
 
 def _upsert_sqlite(sql: Sql, values: Mapping[str, Any]) -> Any:
-    """SQLite's RETURNING sees the row as written, so the stored version is read first (an
-    in-process look-up by the order's key) to find the customer it leaves behind."""
-    stored = sql.row(queries.STORED_VERSION, values)
+    """SQLite's RETURNING sees the row as written, so the customer the stored version leaves
+    behind is read first (an in-process look-up by the order's key)."""
+    left = sql.row(queries.LEFT_CUSTOMER_SQLITE, values)
     row = sql.row(queries.UPSERT_ORDER, values)
-    if row is None:
-        return None
-    left_customer = None
-    if stored is not None and stored[0] is not None:
-        stored_customer, stored_at = stored
-        if stored_customer != values["customer_id"] or stored_time(stored_at) < stored_time(
-            values["ordered_at"]
-        ):
-            left_customer = stored_customer
-    return (row[0], row[1], left_customer)
+    return None if row is None else (row[0], row[1], left[0] if left else None)
 
 
 def rounds(columns: Sequence[Mapping[str, Any]]) -> list[list[int]]:
