@@ -38,10 +38,10 @@ from sqlalchemy import create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
 from benchdb import fresh_database  # bench/benchdb.py
+from partnerlink.customers.batch_queries import insert_customers
 from partnerlink.customers.ingest import BATCH_SIZE
 from partnerlink.customers.matching import MERGED_COLUMNS
 from partnerlink.customers.models import Customer
-from partnerlink.customers.queries import insert_customers
 from partnerlink.customers.reader import normalize_record
 from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker
@@ -312,7 +312,7 @@ def ceiling(
 ) -> tuple[float, float | None, int, float]:
     """Rows/s of plain batched writes of the file's normalized, de-duplicated rows.
 
-    First through the very write ingestion uses (queries.insert_customers: COPY on
+    First through the very write ingestion uses (batch_queries.insert_customers: COPY on
     PostgreSQL, driver executemany on SQLite; one transaction per batch); then, for
     reference, through SQLAlchemy Core's `insert()` executemany.
     """

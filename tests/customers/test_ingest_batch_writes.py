@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import queries
+from partnerlink.customers import batch_queries
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
 from tests.conftest import ON_POSTGRES
@@ -58,7 +58,7 @@ def test_customer_created_by_another_writer_after_the_look_up_is_merged_not_dupl
     On PostgreSQL the order commits from its own session, so the retried batch merges
     into its customer; SQLite has one writer at a time, so there the order's row is
     written in the batch's own transaction and rolled back with it."""
-    load_customers = queries.load_customers
+    load_customers = batch_queries.load_customers
     created: list[str] = []
 
     def load_then_an_order_creates(session: Session, **kwargs: Any) -> Any:
@@ -79,7 +79,7 @@ def test_customer_created_by_another_writer_after_the_look_up_is_merged_not_dupl
         created.append("new@example.com")
         return found
 
-    monkeypatch.setattr(queries, "load_customers", load_then_an_order_creates)
+    monkeypatch.setattr(batch_queries, "load_customers", load_then_an_order_creates)
     status = uploader.ingest(
         [
             {"email": "new@example.com", "firstName": "Nu"},
@@ -102,7 +102,7 @@ def test_a_batch_looks_up_every_key_it_is_given(session: Session) -> None:
     profile_id = create_profile(session, create_merchant_account(session)).id
     stamp = utcnow()
     with session.begin_nested():
-        queries.insert_customers(
+        batch_queries.insert_customers(
             session,
             profile_id=profile_id,
             values=[
@@ -114,7 +114,9 @@ def test_a_batch_looks_up_every_key_it_is_given(session: Session) -> None:
         )
 
     def found(column: str, keys: list[str]) -> list[Any]:
-        rows = queries.load_customers(session, profile_id=profile_id, column=column, keys=keys)
+        rows = batch_queries.load_customers(
+            session, profile_id=profile_id, column=column, keys=keys
+        )
         return sorted((row[1:3] for row in rows), key=repr)
 
     assert found("email", ["a@example.com", "b@example.com"]) == [("a@example.com", "+14155550001")]
@@ -126,3 +128,25 @@ def test_a_batch_looks_up_every_key_it_is_given(session: Session) -> None:
         ("a@example.com", "+14155550001"),
         ("odd\x1f@example.com", None),
     ]
+
+
+@pytest.mark.parametrize(
+    "city",
+    ["Plain", "back\\slash", "\\N", "two\nlines", "tab\there", "cr\rhere"],
+)
+def test_a_batch_stores_text_as_given_whatever_copy_would_escape(
+    session: Session, city: str
+) -> None:
+    """New customers go through COPY's text format on PostgreSQL: a value holding what that
+    format escapes (or "\\N", its NULL) is stored as given, beside rows that need nothing."""
+    profile_id = create_profile(session, create_merchant_account(session)).id
+    rows = [
+        ("a@example.com", None, "Ann", None, city, None, None),
+        ("b@example.com", "+14155550002", None, "Lee", "Oslo", "NO", "0150"),
+    ]
+    with session.begin_nested():
+        batch_queries.insert_customers(session, profile_id=profile_id, values=rows, now=utcnow())
+    stored = batch_queries.load_customers(
+        session, profile_id=profile_id, column="email", keys=["a@example.com", "b@example.com"]
+    )
+    assert sorted(tuple(row[1:]) for row in stored) == rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import queries
+from partnerlink.customers import batch_queries
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
 from partnerlink.customers.reader import ParsedBatch
 from partnerlink.customers.service import CustomerFields, upsert_customer
@@ -36,13 +36,13 @@ def apply_records(
         rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
     now = utcnow()
     # Updates first: a phone-only customer taking an email must not collide with new rows.
-    queries.update_customers(
+    batch_queries.update_customers(
         session,
         rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
         now=now,
     )
     if not careful:
-        queries.insert_customers(
+        batch_queries.insert_customers(
             session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
         )
         return plan.created, plan.updated, plan.unchanged
@@ -72,7 +72,7 @@ def _match_candidates(
     emails = {email for record in records if (email := record[EMAIL]) is not None}
     stored = {
         row[0]: row
-        for row in queries.load_customers(
+        for row in batch_queries.load_customers(
             session, profile_id=profile_id, column="email", keys=emails
         )
     }
@@ -82,7 +82,7 @@ def _match_candidates(
         for record in records
         if (phone := record[PHONE]) is not None and record[EMAIL] not in known
     }
-    by_phone = queries.load_customers(
+    by_phone = batch_queries.load_customers(
         session, profile_id=profile_id, column="phone_number", keys=phones
     )
     for row in by_phone:

@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
 from partnerlink.customers.batch_apply import apply_records
+from partnerlink.customers.batch_queries import ConcurrentInsert
 from partnerlink.customers.models import Upload
-from partnerlink.customers.queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.storage import UploadStorage

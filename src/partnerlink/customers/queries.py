@@ -1,4 +1,4 @@
-"""The customers domain's SQL, in one place.
+"""The customers domain's SQL, with ingestion's batch statements in batch_queries.py.
 
 Two styles, by measurement: hand-written statements on the driver's connection
 where every order or every record of a file runs them (matching, ingestion), the
@@ -7,20 +7,15 @@ ORM elsewhere (uploads, listing). ARCHITECTURE.md states the split.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Row, Table, func, select, update
-from sqlalchemy.engine import Connection as DriverConnection
-from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from partnerlink import jobs
 from partnerlink.customers.matching import MERGED_COLUMNS, LookUp
-from partnerlink.customers.merge import StoredRow
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
@@ -30,15 +25,15 @@ from partnerlink.tokens.models import Connection
 # --- matching: single records and order batches, on the driver's connection (db/raw.py) ---
 # Orders resolve a customer on every POST; the look-ups are matching.py's steps.
 
-_MERGED = ", ".join(MERGED_COLUMNS)
-_RECORD = f"id, {_MERGED}"
+MERGED_LIST = ", ".join(MERGED_COLUMNS)
+_RECORD = f"id, {MERGED_LIST}"
 # Every INSERT of a customer, named (single records) or positional (ingestion).
-_INSERT_COLUMNS = ("profile_id", *MERGED_COLUMNS, "created_at", "updated_at")
+INSERT_COLUMNS = ("profile_id", *MERGED_COLUMNS, "created_at", "updated_at")
 
 
-def _insert_customers(values: str) -> str:
+def insert_customers_sql(values: str) -> str:
     return (
-        f"INSERT INTO customers ({', '.join(_INSERT_COLUMNS)}) VALUES ({values})"
+        f"INSERT INTO customers ({', '.join(INSERT_COLUMNS)}) VALUES ({values})"
         " ON CONFLICT DO NOTHING"
     )
 
@@ -58,7 +53,7 @@ LOOK_UPS = {
     ),
 }
 INSERT_ONE = Statement(
-    _insert_customers(
+    insert_customers_sql(
         ", ".join(f":{name}" for name in ("profile_id", *MERGED_COLUMNS, "now", "now"))
     )
     + f" RETURNING {_RECORD}"
@@ -73,141 +68,6 @@ TAKE_OVER_PHONE_ONLY = Statement(
     f"UPDATE customers SET {_MERGE_SET}, updated_at = :now"
     f" WHERE id = :id AND email IS NULL RETURNING {_RECORD}"
 )
-
-
-# --- ingestion: whole batches, through `exec_driver_sql` with positional tuples ---
-# It runs for every record of a file: measured, SQLAlchemy's per-row parameter
-# processing cost as much as SQLite's own insert work.
-
-
-class ConcurrentInsert(Exception):
-    """Another writer created some of the batch's new customers meanwhile."""
-
-
-def _placeholder(dialect: Dialect) -> str:
-    return "?" if dialect.paramstyle == "qmark" else "%s"
-
-
-@lru_cache(maxsize=4)
-def _in_list(placeholder: str, count: int) -> str:
-    return ", ".join([placeholder] * count)
-
-
-def load_customers(
-    session: Session, *, profile_id: str, column: str, keys: Collection[str]
-) -> list[StoredRow]:
-    """The profile's customers whose `column` (email or phone_number) is one of `keys`.
-
-    On PostgreSQL the rows are locked until the batch commits, so that a
-    concurrent order cannot change a customer between our read and our write.
-    """
-    if column not in ("email", "phone_number"):
-        raise ValueError(column)
-    if not keys:
-        return []
-    connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        # The keys go as one text the server splits: measured, the driver's dumping of
-        # a 5,000-element array was a tenth of ingestion's time in the worker. Stored
-        # emails and phones hold no control character, so never the separator; a key
-        # that did would go as an array.
-        listed: Any = _KEY_SEPARATOR.join(keys)
-        keys_sql = "string_to_array(%s, chr(31))"
-        if any(_KEY_SEPARATOR in key for key in keys):
-            listed, keys_sql = list(keys), "%s"
-        sql = (
-            f"SELECT id, {_MERGED} FROM customers WHERE profile_id = %s "
-            f"AND {column} = ANY({keys_sql}) FOR UPDATE"
-        )
-        return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, listed))]
-    return [tuple(row) for row in _sqlite_in(connection, column, profile_id, list(keys))]
-
-
-_KEY_SEPARATOR = "\x1f"  # chr(31), the unit separator
-
-
-# SQLite caches every distinct statement it prepared (128 per connection), and a
-# statement with thousands of parameters is large: a list of another length each
-# batch grew the server by 150 MB over a million records. Lists are therefore
-# padded with NULLs (which match nothing) to one fixed length.
-SQLITE_IN_LIST = 5000
-
-
-def _sqlite_in(connection: Any, column: str, profile_id: str, keys: list[str]) -> list[Any]:
-    sql = (
-        f"SELECT id, {_MERGED} FROM customers WHERE profile_id = ? "
-        f"AND {column} IN ({_in_list('?', SQLITE_IN_LIST)})"
-    )
-    found: list[Any] = []
-    for start in range(0, len(keys), SQLITE_IN_LIST):
-        chunk = keys[start : start + SQLITE_IN_LIST]
-        padding = [None] * (SQLITE_IN_LIST - len(chunk))
-        found.extend(connection.exec_driver_sql(sql, (profile_id, *chunk, *padding)))
-    return found
-
-
-def _bulk_writer(session: Session, now: datetime) -> tuple[DriverConnection, str, object]:
-    """The session's connection, its driver's placeholder and `now` as the driver stores it."""
-    connection = session.connection()
-    return connection, _placeholder(connection.dialect), Sql.of_session(session).time(now)
-
-
-def insert_customers(
-    session: Session, *, profile_id: str, values: Sequence[Sequence[str | None]], now: datetime
-) -> None:
-    """Batched INSERT of new customers; raises ConcurrentInsert if any already exists.
-
-    PostgreSQL takes them through COPY (measured: a third of executemany's CPU,
-    client and server together); a unique key another writer took meanwhile
-    fails the COPY, and the caller's transaction with it.
-    """
-    if not values:
-        return
-    connection, mark, stamp = _bulk_writer(session, now)
-    if connection.dialect.name == "postgresql":
-        _copy_customers(connection, profile_id, values, stamp)
-        return
-    sql = _insert_customers(_in_list(mark, len(_INSERT_COLUMNS)))
-    result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
-    if result.rowcount != len(values):
-        raise ConcurrentInsert
-
-
-COPY_CUSTOMERS = f"COPY customers ({', '.join(_INSERT_COLUMNS)}) FROM STDIN"
-
-
-def _copy_customers(
-    connection: DriverConnection,
-    profile_id: str,
-    values: Sequence[Sequence[str | None]],
-    stamp: object,
-) -> None:
-    """COPY on the session's psycopg connection, in its transaction. Driver errors come
-    back as SQLAlchemy's, as from any statement (the caller retries deadlocks)."""
-    import psycopg
-
-    raw: Any = connection.connection.driver_connection
-    try:
-        with raw.cursor() as cursor, cursor.copy(COPY_CUSTOMERS) as copy:
-            write_row = copy.write_row
-            for row in values:
-                write_row((profile_id, *row, stamp, stamp))
-    except psycopg.errors.UniqueViolation as error:
-        raise ConcurrentInsert from error
-    except psycopg.Error as error:
-        raise DBAPIError.instance(COPY_CUSTOMERS, None, error, psycopg.Error) from error
-
-
-def update_customers(
-    session: Session, *, rows: Sequence[tuple[int, Sequence[str | None]]], now: datetime
-) -> None:
-    """Batched UPDATE by id of every merged column."""
-    if not rows:
-        return
-    connection, mark, stamp = _bulk_writer(session, now)
-    columns = ", ".join(f"{name} = {mark}" for name in MERGED_COLUMNS)
-    sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
-    connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])
 
 
 # --- upload claiming and progress ---
