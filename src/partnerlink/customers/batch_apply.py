@@ -7,14 +7,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from partnerlink.customers import batch_queries
-from partnerlink.customers.merge import (
-    EMAIL,
-    PHONE,
-    BatchPlan,
-    NormalizedRecord,
-    StoredRow,
-    plan_batch,
-)
+from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
 from partnerlink.customers.reader import ParsedBatch
 from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.db.base import utcnow
@@ -38,11 +31,20 @@ def apply_records(
     """
     if not batch.records:
         return 0, 0, 0
-    plan = plan_batch(batch.records, match_candidates(session, profile_id, batch.records))
+    plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
     if rekeyed is not None:
-        rekeyed.update(rekeyed_ids(plan))
-    write_plan(session, profile_id=profile_id, plan=plan, insert=not careful)
+        rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
+    now = utcnow()
+    # Updates first: a phone-only customer taking an email must not collide with new rows.
+    batch_queries.update_customers(
+        session,
+        rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
+        now=now,
+    )
     if not careful:
+        batch_queries.insert_customers(
+            session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
+        )
         return plan.created, plan.updated, plan.unchanged
     created, updated, unchanged = 0, plan.updated, plan.unchanged
     for entity in plan.inserts:
@@ -58,48 +60,10 @@ def apply_records(
     return created, updated, unchanged
 
 
-def rekeyed_ids(plan: BatchPlan) -> set[int]:
-    """The stored customers whose email or phone the plan changes."""
-    return {entity.id for entity in plan.updates if entity.rekeyed and entity.id is not None}
-
-
-def write_plan(
-    session: Session,
-    *,
-    profile_id: str,
-    plan: BatchPlan,
-    insert: bool = True,
-    if_unchanged: bool = False,
-) -> None:
-    """Writes a planned batch: updates by id first (a phone-only customer taking an email
-    must not collide with new rows), then, unless told not to, every new customer at once
-    (COPY on PostgreSQL): ConcurrentInsert if another writer created one meanwhile.
-    `if_unchanged` (PostgreSQL, rows read without locks): an update applies only to the
-    row as it was read, else ConcurrentInsert."""
-    now = utcnow()
-    if if_unchanged:
-        batch_queries.update_customers_if_unchanged(
-            session,
-            rows=[(e.id, e.values, e.initial) for e in plan.updates],  # type: ignore[misc]
-            now=now,
-        )
-    else:
-        batch_queries.update_customers(
-            session,
-            rows=[(entity.id, entity.values) for entity in plan.updates],  # type: ignore[misc]
-            now=now,
-        )
-    if insert:
-        batch_queries.insert_customers(
-            session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
-        )
-
-
-def match_candidates(
-    session: Session, profile_id: str, records: list[NormalizedRecord], *, lock: bool = True
+def _match_candidates(
+    session: Session, profile_id: str, records: list[NormalizedRecord]
 ) -> list[StoredRow]:
-    """Every stored customer the batch could match, in one or two queries; on PostgreSQL
-    locked until the transaction ends, unless `lock` is False.
+    """Every stored customer the batch could match, in one or two queries.
 
     A record whose email is stored matches by email alone, so phones are looked
     up only for the others (without email, or with a new one): a re-sent list
@@ -109,7 +73,7 @@ def match_candidates(
     stored = {
         row[0]: row
         for row in batch_queries.load_customers(
-            session, profile_id=profile_id, column="email", keys=emails, lock=lock
+            session, profile_id=profile_id, column="email", keys=emails
         )
     }
     known = {row[1] for row in stored.values()}
@@ -119,7 +83,7 @@ def match_candidates(
         if (phone := record[PHONE]) is not None and record[EMAIL] not in known
     }
     by_phone = batch_queries.load_customers(
-        session, profile_id=profile_id, column="phone_number", keys=phones, lock=lock
+        session, profile_id=profile_id, column="phone_number", keys=phones
     )
     for row in by_phone:
         stored.setdefault(row[0], row)

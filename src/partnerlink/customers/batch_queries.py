@@ -24,8 +24,7 @@ from partnerlink.db.raw import Sql
 
 
 class ConcurrentInsert(Exception):
-    """Another writer created some of the batch's new customers meanwhile, or changed one
-    the batch updates (an update guarded by the values it was planned against)."""
+    """Another writer created some of the batch's new customers meanwhile."""
 
 
 def _placeholder(dialect: Dialect) -> str:
@@ -38,7 +37,7 @@ def _in_list(placeholder: str, count: int) -> str:
 
 
 def load_customers(
-    session: Session, *, profile_id: str, column: str, keys: Collection[str], lock: bool = True
+    session: Session, *, profile_id: str, column: str, keys: Collection[str]
 ) -> list[StoredRow]:
     """The profile's customers whose `column` (email or phone_number) is one of `keys`.
 
@@ -61,7 +60,7 @@ def load_customers(
             listed, keys_sql = list(keys), "%s"
         sql = (
             f"SELECT id, {MERGED_LIST} FROM customers WHERE profile_id = %s "
-            f"AND {column} = ANY({keys_sql}){' FOR UPDATE' if lock else ''}"
+            f"AND {column} = ANY({keys_sql}) FOR UPDATE"
         )
         return [tuple(row) for row in connection.exec_driver_sql(sql, (profile_id, listed))]
     return [tuple(row) for row in _sqlite_in(connection, column, profile_id, list(keys))]
@@ -177,37 +176,3 @@ def update_customers(
     columns = ", ".join(f"{name} = {mark}" for name in MERGED_COLUMNS)
     sql = f"UPDATE customers SET {columns}, updated_at = {mark} WHERE id = {mark}"
     connection.exec_driver_sql(sql, [(*v, stamp, customer_id) for customer_id, v in rows])
-
-
-_SET_MERGED = ", ".join(f"{name} = %s" for name in MERGED_COLUMNS)
-_AS_READ = " AND ".join(f"{name} IS NOT DISTINCT FROM %s" for name in MERGED_COLUMNS)
-UPDATE_IF_UNCHANGED = (
-    f"UPDATE customers SET {_SET_MERGED}, updated_at = %s WHERE id = %s AND {_AS_READ}"
-)
-
-
-def update_customers_if_unchanged(
-    session: Session,
-    *,
-    rows: Sequence[tuple[int, Sequence[str | None], Sequence[str | None]]],
-    now: datetime,
-) -> None:
-    """PostgreSQL: batched UPDATE by id of every merged column, of (id, new values, values
-    as read) rows, each only if the customer still holds the values it was read with;
-    ConcurrentInsert (nothing kept: the caller rolls back) if another writer changed one
-    since. For look-ups that lock nothing (ingest_pipeline.py)."""
-    if not rows:
-        return
-    connection, _, stamp = _bulk_writer(session, now)
-    raw: Any = connection.connection.driver_connection
-
-    try:
-        with raw.cursor() as cursor:
-            cursor.executemany(
-                UPDATE_IF_UNCHANGED, [(*new, stamp, id_, *read) for id_, new, read in rows]
-            )
-            changed = cursor.rowcount
-    except psycopg.Error as error:
-        raise DBAPIError.instance(UPDATE_IF_UNCHANGED, None, error, psycopg.Error) from error
-    if changed != len(rows):
-        raise ConcurrentInsert
