@@ -133,7 +133,8 @@ def _copy_text(
     if _COPY_SPECIAL.search("".join(given)) or _COPY_SPECIAL.search(profile_id):
         return None
     assert isinstance(stamp, datetime)
-    suffix = f"\t{stamp.isoformat()}\t{stamp.isoformat()}\n"
+    at = stamp.isoformat()
+    suffix = f"\t{at}\t{at}\n"
     prefix = profile_id + "\t"
     return "".join(
         [
