@@ -54,7 +54,25 @@ def normalize_phone(raw: object, default_region: str | None) -> str | None:
 
 
 def _parsed_e164(value: str, region: str | None) -> str | None:
-    """The full libphonenumber parse: any format, letters, extensions, IDD prefixes."""
+    """The full libphonenumber parse: any format, letters, extensions, IDD prefixes.
+
+    Only a number whose E.164 form reads back as itself: libphonenumber does not always
+    read its own output so ("0000000" in AU gives "+61000000", which reads as
+    "+6100000"), and a stored number that normalizes to another could never match the
+    same person again (an order giving the stored form would miss the customer).
+    """
+    e164 = _libphonenumber_e164(value, region)
+    if e164 is None:
+        return None
+    # Read back through the fast path where it decides (it agrees with the full parse):
+    # only a national number with a leading zero (Italy's, say) is parsed a second time.
+    again = _fast_e164(e164, None)
+    if again is _UNDECIDED:
+        again = _libphonenumber_e164(e164, None)
+    return e164 if again == e164 else None
+
+
+def _libphonenumber_e164(value: str, region: str | None) -> str | None:
     try:
         number = phonenumbers.parse(value, region)
     except NumberParseException:

@@ -146,11 +146,26 @@ def test_fast_path_agrees_with_the_full_parse(raw: str, region: str) -> None:
 
 
 @given(st.one_of(_DIGITISH, st.text(max_size=30)), st.sampled_from(_REGIONS))
+@example(raw="0000000", region="AU")
 def test_a_normalized_phone_normalizes_to_itself_in_any_region(raw: str, region: str) -> None:
     once = normalize_phone(raw, region)
     if once is not None:
         assert once.startswith("+") and once[1:].isdigit() and len(once) <= 16
         assert normalize_phone(once, "JP") == once
+
+
+def test_a_number_libphonenumber_reads_back_as_another_is_refused() -> None:
+    # libphonenumber itself, the independent source: its E.164 for "0000000" in Australia
+    # reads back as another number (found by the property above).
+    e164 = phonenumbers.PhoneNumberFormat.E164
+    first = phonenumbers.format_number(phonenumbers.parse("0000000", "AU"), e164)
+    assert first == "+61000000"
+    assert phonenumbers.format_number(phonenumbers.parse(first, None), e164) == "+6100000"
+    assert normalize_phone("0000000", "AU") is None
+    # What it reads "+61000000" as does read back as itself, so that is kept.
+    assert normalize_phone("+61000000", "AU") == "+6100000"
+    assert normalize_phone("+6100000", None) == "+6100000"
+    assert normalize_phone("06 6982 1234", "IT") == "+390669821234"
 
 
 def test_free_text_is_trimmed_cut_and_cleaned() -> None:
