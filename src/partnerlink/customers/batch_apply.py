@@ -10,6 +10,7 @@ from partnerlink.customers import batch_queries
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
 from partnerlink.customers.reader import ParsedBatch
 from partnerlink.customers.service import CustomerFields, upsert_customer
+from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 
@@ -21,17 +22,21 @@ def apply_records(
     batch: ParsedBatch,
     careful: bool = False,
     rekeyed: set[int] | None = None,
+    emails_written: EmailsWritten | None = None,
 ) -> tuple[int, int, int]:
     """Matches and merges the batch's valid records; returns (created, updated, unchanged).
 
     `careful` creates new customers one by one (after a concurrent writer
     created some of them first): each then merges into the winner's row.
     `rekeyed`, when given, receives the ids of stored customers whose email or
-    phone changed.
+    phone changed. `emails_written`, given for a first upload into an empty
+    profile, narrows the email look-up to what the upload may have written
+    (upload_emails.py: a customer it missed makes the batch's write collide).
     """
     if not batch.records:
         return 0, 0, 0
-    plan = plan_batch(batch.records, _match_candidates(session, profile_id, batch.records))
+    candidates = _match_candidates(session, profile_id, batch.records, emails_written)
+    plan = plan_batch(batch.records, candidates)
     if rekeyed is not None:
         rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
     now = utcnow()
@@ -61,7 +66,10 @@ def apply_records(
 
 
 def _match_candidates(
-    session: Session, profile_id: str, records: list[NormalizedRecord]
+    session: Session,
+    profile_id: str,
+    records: list[NormalizedRecord],
+    emails_written: EmailsWritten | None,
 ) -> list[StoredRow]:
     """Every stored customer the batch could match, in one or two queries.
 
@@ -70,6 +78,10 @@ def _match_candidates(
     costs one query a batch.
     """
     emails = {email for record in records if (email := record[EMAIL]) is not None}
+    if emails_written is not None:
+        batch_emails = emails
+        emails = emails_written.maybe_written(batch_emails)
+        emails_written.add(batch_emails)  # a "maybe" too many if the batch is retried: harmless
     stored = {
         row[0]: row
         for row in batch_queries.load_customers(

@@ -1,6 +1,8 @@
 """Ingestion of one claimed upload: batch by batch, each batch one short transaction.
 
-Per batch: load every stored customer the batch could match (two queries),
+Per batch: load every stored customer the batch could match (two queries; on a
+first upload into an empty profile, only the emails the upload may have written are
+looked up: upload_emails.py),
 plan creates and updates in memory (merge.py), write them (new customers
 through COPY on PostgreSQL, executemany on SQLite; updates with executemany),
 and commit the upload's progress in the same transaction. A restart resumes
@@ -36,6 +38,7 @@ from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_ch
 from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
+from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
@@ -142,6 +145,7 @@ def _ingest(
     upload: ClaimedUpload,
     reclassify: Reclassify,
 ) -> None:
+    emails_written = _emails_written(sessions, upload)
     options: dict[str, Any] = {
         "default_region": upload.default_region,
         "skip": upload.records_committed,
@@ -154,17 +158,33 @@ def _ingest(
                 batches = read_batches_elsewhere(storage, upload.storage_key, **options)
                 with closing(batches):
                     for batch in batches:
-                        commit_batch(batch_sessions, settings, upload, batch, reclassify)
+                        commit_batch(
+                            batch_sessions, settings, upload, batch, reclassify, emails_written
+                        )
             else:
                 with storage.open(upload.storage_key) as stream:
                     for batch in read_checked_batches(stream, **options):
-                        commit_batch(batch_sessions, settings, upload, batch, reclassify)
+                        commit_batch(
+                            batch_sessions, settings, upload, batch, reclassify, emails_written
+                        )
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
     except UploadFileInvalid as error:
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
+
+
+def _emails_written(sessions: sessionmaker[Session], upload: ClaimedUpload) -> EmailsWritten | None:
+    """For an upload starting into a profile without customers (a merchant's first list),
+    the filter that spares its batches most email look-ups (upload_emails.py); else None.
+    A resumed upload looks everything up: its earlier batches' emails were not kept."""
+    if upload.records_committed:
+        return None
+    with sessions() as session:
+        if queries.profile_has_customers(session, profile_id=upload.profile_id):
+            return None
+    return EmailsWritten()
 
 
 @contextmanager
@@ -224,10 +244,16 @@ def commit_batch(
     upload: ClaimedUpload,
     batch: ParsedBatch,
     reclassify: Reclassify,
+    emails_written: EmailsWritten | None = None,
 ) -> None:
-    """Applies one batch and its progress in one transaction, retrying on write conflicts."""
+    """Applies one batch and its progress in one transaction, retrying on write conflicts.
+
+    A first attempt narrowed by `emails_written` that collides is retried with every
+    look-up; a collision after that, with new customers created one by one (`careful`).
+    """
     new_errors = _errors_with(upload.errors, batch.rejections)
     careful = False
+    narrowed = emails_written
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
             with sessions() as session, session.begin():
@@ -239,6 +265,7 @@ def commit_batch(
                     batch=batch,
                     careful=careful,
                     rekeyed=rekeyed,
+                    emails_written=narrowed,
                 )
                 if rekeyed:
                     reclassify(
@@ -258,13 +285,15 @@ def commit_batch(
                     errors=new_errors if new_errors is not upload.errors else None,
                 )
         except ConcurrentInsert:
-            careful = True  # next time, create this batch's new customers one by one
+            # Next time: every look-up; if they were all made, new customers one by one.
+            careful, narrowed = narrowed is None, None
             continue
         except DBAPIError as error:
             # A unique-key collision with a concurrent writer, or a PostgreSQL deadlock:
             # planned again, the batch sees the other writer's rows.
             if attempt == BATCH_RETRIES or not _is_write_conflict(error):
                 raise
+            narrowed = None
             log.info(
                 "upload %s: batch at %d retried after a write conflict",
                 upload.id,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Table, func, select, update
+from sqlalchemy import Row, Table, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from partnerlink import jobs
@@ -216,6 +216,10 @@ def store_profile_id(session: Session, *, store_id: str) -> str | None:
 
 def store_country(session: Session, *, store_id: str) -> str | None:
     return session.scalar(select(Store.country_code).where(Store.id == store_id))
+
+
+def profile_has_customers(session: Session, *, profile_id: str) -> bool:
+    return bool(session.scalar(select(exists().where(Customer.profile_id == profile_id))))
 
 
 def count_customers(session: Session, *, profile_id: str) -> int:
