@@ -14,6 +14,7 @@ import codecs
 import json
 import re
 from collections.abc import Callable, Iterator
+from itertools import chain
 from typing import Any, BinaryIO
 
 
@@ -35,6 +36,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_PLAIN_ELEMENT_CHARS = 32 * 1024
 _PLAIN_VALUES = (str, int, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN_VALUES)
+_DICT_ONLY = frozenset({dict})
 _LOADS = json.JSONDecoder(parse_constant=_refuse_constant).decode
 
 
@@ -148,25 +150,30 @@ def _blanks_end(text: str, position: int) -> int:
 def _plain_run(
     run: list[Any], text: str, start: int, end: int, fields: frozenset[str], max_items: int
 ) -> list[dict[str, Any]]:
-    """The decoded elements text[start:end] as records (their `fields`), or NotPlain."""
-    plain = _PLAIN_TYPES
-    escaped = "\\u" in text[start:end]
-    keys = longest = 0
-    records = []
-    for record in run:
-        if type(record) is not dict:
-            raise NotPlain("not an object")
-        if not plain.issuperset(map(type, record.values())):
-            raise NotPlain("nested or fractional value")
-        keys += len(record)
-        longest = max(longest, len(record))
-        if not fields.issuperset(record):
-            record = {key: value for key, value in record.items() if key in fields}
-        if escaped and any(type(v) is str and _SURROGATE.search(v) for v in record.values()):
-            raise NotPlain("lone surrogate")
-        records.append(record)
+    """The decoded elements text[start:end] as records (their `fields`), or NotPlain.
+
+    Each test is one pass over the whole run in C (map, issuperset, max), not a Python
+    loop a record: the check pass runs this over every element of a file before its
+    first batch (measured: 1.07 of the check's 1.6 s went to the loop a record).
+    """
+    if not _DICT_ONLY.issuperset(map(type, run)):
+        raise NotPlain("not an object")
+    if not _PLAIN_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, run)))):
+        raise NotPlain("nested or fractional value")
     # Every key is followed by a colon: the colons beyond the distinct keys bound how many
     # repeated keys any element holds (the event parser counts them).
-    if longest + text.count(":", start, end) - keys > max_items:
+    sizes = list(map(len, run))
+    if max(sizes) + text.count(":", start, end) - sum(sizes) > max_items:
         raise NotPlain("many keys")
-    return records
+    if "\\u" in text[start:end] and any(
+        type(value) is str and _SURROGATE.search(value)
+        for value in chain.from_iterable(map(dict.values, run))
+    ):
+        raise NotPlain("lone surrogate")
+    issuperset = fields.issuperset
+    return [
+        record
+        if issuperset(record)
+        else {key: value for key, value in record.items() if key in fields}
+        for record in run
+    ]
