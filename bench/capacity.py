@@ -204,6 +204,7 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
 
     from partnerlink.db.raw import HeldConnection, transaction
     from partnerlink.orders import queries
+    from partnerlink.orders.facts import facts_of
     from partnerlink.orders.pipeline import _run_all
     from partnerlink.orders.schemas import OrderIn
     from partnerlink.orders.service import OrderPost, _columns, accept_orders
@@ -239,7 +240,13 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
             sql = held[n].sql()
             with transaction(sql):
                 columns = [
-                    _columns(sql, post.order, caller=callers[n], customer=None, settings=settings)
+                    _columns(
+                        sql,
+                        facts_of(post.order),
+                        caller=callers[n],
+                        customer=None,
+                        settings=settings,
+                    )
                     for post in batch
                 ]
                 sql.first_rows(queries.UPSERT_ORDER, columns)
@@ -249,16 +256,24 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
         ) -> tuple[int, float, float, float, int]:
             """Each connection's batches on a thread of its own, all at once:
             (orders, wall seconds, client CPU, database CPU, WAL bytes)."""
-            threads = [
-                threading.Thread(target=lambda n=n: [work(n, b) for b in batches[n]])
-                for n in range(len(batches))
-            ]
+            failures: list[BaseException] = []
+
+            def run(n: int) -> None:
+                try:
+                    for batch in batches[n]:
+                        work(n, batch)
+                except BaseException as error:  # raised below: a failed run has no figure
+                    failures.append(error)
+
+            threads = [threading.Thread(target=run, args=(n,)) for n in range(len(batches))]
             wall0, client0 = time.perf_counter(), time.process_time()
             database0, wal0 = process_cpu_seconds(pids), backends.wal()
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
+            if failures:
+                raise failures[0]
             return (
                 sum(len(b) for per_thread in batches for b in per_thread),
                 time.perf_counter() - wall0,
