@@ -87,12 +87,12 @@ class Backends:
         return process_cpu_seconds(self.pids())
 
     def wal(self) -> int:
-        return int(
-            self.conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone()[0]
-        )
+        return int(self.scalar("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"))
 
     def scalar(self, query: str) -> Any:
-        return self.conn.execute(query).fetchone()[0]
+        row = self.conn.execute(query).fetchone()
+        assert row is not None  # an aggregate or a function: always one row
+        return row[0]
 
     def table_bytes(self) -> list[tuple[str, int]]:
         """Every table's pg_total_relation_size (with its indexes and TOAST), largest first."""
@@ -409,7 +409,9 @@ def main() -> None:
     if not (args.database_url or "").startswith("postgresql"):
         raise SystemExit("--database-url postgresql://... (a server on this machine) is needed")
     with psycopg.connect(args.database_url, autocommit=True) as conn:
-        version = str(conn.execute("SELECT version()").fetchone()[0]).split(" on ")[0]
+        row = conn.execute("SELECT version()").fetchone()
+        assert row is not None
+        version = str(row[0]).split(" on ")[0]
     with tempfile.TemporaryDirectory(prefix="plk-bench-capacity-") as tmp:
         tier = app_tier(args.database_url, args, Path(tmp))
     runs = database(args.database_url, args)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, func, insert, select, text
+from sqlalchemy import Table, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
 from benchdb import fresh_database  # bench/benchdb.py
@@ -352,7 +352,7 @@ def ceiling(
     if not reference:
         engine.dispose()
         return same_insert, None, len(rows), cpu_per_row
-    table = Customer.__table__
+    table: Table = Customer.__table__  # type: ignore[assignment]  # a mapped class's Table
     columns = MERGED_COLUMNS
     started = time.perf_counter()
     for start in range(0, len(rows), BATCH_SIZE):

@@ -190,17 +190,17 @@ def worker_kill(database_url: str, workdir: Path, kills: int, rng: random.Random
         upload_seconds = time.monotonic() - last_restart
         _wait_for(lambda: _receipts_open(engine) == 0, SMS_SETTLE_SECONDS)
         with engine.connect() as conn:
-            stored = Counter(
+            stored: Counter[str] = Counter(
                 dict(
                     conn.execute(text("SELECT email, count(*) FROM customers GROUP BY email")).all()
                 )
             )
-            statuses = Counter(
+            statuses: Counter[str] = Counter(
                 dict(
                     conn.execute(text("SELECT status, count(*) FROM uploads GROUP BY status")).all()
                 )
             )
-            receipts = Counter(
+            receipts: Counter[str] = Counter(
                 dict(
                     conn.execute(
                         text("SELECT status, count(*) FROM receipts GROUP BY status")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, bindparam, create_engine, insert, text
+from sqlalchemy import Engine, Table, bindparam, create_engine, insert, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -49,6 +49,7 @@ from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
 
 CHUNK = 5000
+TOUCHES: Table = Touch.__table__  # type: ignore[assignment]  # a mapped class's Table
 AFFECTED_ORDERS = text(
     "SELECT id, customer_id, ordered_at FROM orders WHERE customer_id IN :ids"
 ).bindparams(bindparam("ids", expanding=True))
@@ -111,6 +112,7 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
         }
         session.commit()
         profile_id, store_id = shop.profile.id, shop.store.id
+        partner_id = shop.partner.partner.id
     engine = create_engine(settings.database_url)
     now = datetime.now(UTC).replace(microsecond=0)
     customers = max(args.orders // 5, 1)
@@ -136,6 +138,7 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
             {
                 "store_id": store_id,
                 "profile_id": profile_id,
+                "partner_id": partner_id,  # the partner that sent it: part of the order's key
                 "order_id": f"o{n}",
                 "order_price": rng.randrange(500, 9000),
                 "order_currency": "EUR" if n % 10 == 3 else "USD",
@@ -183,7 +186,7 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
         " FROM orders WHERE profile_id = :p AND ordered_at >= :a AND ordered_at < :b"
         " GROUP BY 1, 2, 3, 4"
     )
-    bounds = {
+    bounds: dict[str, Any] = {
         "p": profile_id,
         "a": datetime.combine(start, datetime.min.time(), UTC),
         "b": datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC),
@@ -232,14 +235,16 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
                     "profile_id": profile_id,
                     "campaign_id": "ceiling",
                     "email_sha256": sha(f"c{rng.randrange(customers)}@example.com"),
-                    "touched_at": now,
+                    # A second apart: two draws of one email stay two touches, as
+                    # uq_touches_content requires of what is stored.
+                    "touched_at": now - timedelta(seconds=n),
                     "imported_at": now,
                 }
-                for _ in range(args.import_size)
+                for n in range(args.import_size)
             ]
             ids = [first_id + rng.randrange(customers) for _ in range(args.import_size)]
             with engine.begin() as conn:
-                conn.execute(insert(Touch.__table__), rows)
+                conn.execute(insert(TOUCHES), rows)
                 for at in range(0, len(ids), 500):
                     conn.execute(AFFECTED_ORDERS, {"ids": ids[at : at + 500]}).all()
                 conn.rollback()

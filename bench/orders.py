@@ -91,7 +91,7 @@ def customer(i: int) -> dict[str, str]:
 def order_body(
     order_id: str, rng: random.Random, who: dict[str, str], status: str
 ) -> dict[str, Any]:
-    items = []
+    items: list[dict[str, Any]] = []
     for _ in range(rng.randint(1, 5)):
         sku, name, price = rng.choice(MENU)
         quantity = rng.randint(1, 3)

@@ -71,6 +71,7 @@ def main() -> None:
 
     from partnerlink.db.raw import HeldConnection, transaction
     from partnerlink.orders import queries
+    from partnerlink.orders.facts import facts_of
     from partnerlink.orders.pipeline import _run_all
     from partnerlink.orders.schemas import OrderIn
     from partnerlink.orders.service import OrderPost, _columns, accept_orders
@@ -91,7 +92,9 @@ def main() -> None:
         def order_rows_only(batch: list[OrderPost]) -> None:
             with transaction(sql):
                 columns = [
-                    _columns(sql, post.order, caller=caller, customer=None, settings=settings)
+                    _columns(
+                        sql, facts_of(post.order), caller=caller, customer=None, settings=settings
+                    )
                     for post in batch
                 ]
                 sql.first_rows(queries.UPSERT_ORDER, columns)
