@@ -85,6 +85,9 @@ class ClaimedUpload:
     errors: list[dict[str, Any]]
     default_region: str | None
     connection_revoked: bool = False  # the partner lost the store since the PUT
+    # Nothing applied yet, into a profile without customers (a merchant's first list):
+    # its batches may skip most email look-ups (upload_emails.py).
+    first_list: bool = False
 
 
 def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> ClaimedUpload | None:
@@ -105,6 +108,8 @@ def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> Claimed
             errors=list(row.errors or []),
             default_region=queries.store_country(session, store_id=row.store_id),
             connection_revoked=queries.connection_revoked(session, connection_id=row.connection_id),
+            first_list=row.records_committed == 0
+            and not queries.profile_has_customers(session, profile_id=row.profile_id),
         )
 
 
@@ -145,7 +150,8 @@ def _ingest(
     upload: ClaimedUpload,
     reclassify: Reclassify,
 ) -> None:
-    emails_written = _emails_written(sessions, upload)
+    # A resumed upload looks everything up: its earlier batches' emails were not kept.
+    emails_written = EmailsWritten() if upload.first_list else None
     options: dict[str, Any] = {
         "default_region": upload.default_region,
         "skip": upload.records_committed,
@@ -173,18 +179,6 @@ def _ingest(
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
-
-
-def _emails_written(sessions: sessionmaker[Session], upload: ClaimedUpload) -> EmailsWritten | None:
-    """For an upload starting into a profile without customers (a merchant's first list),
-    the filter that spares its batches most email look-ups (upload_emails.py); else None.
-    A resumed upload looks everything up: its earlier batches' emails were not kept."""
-    if upload.records_committed:
-        return None
-    with sessions() as session:
-        if queries.profile_has_customers(session, profile_id=upload.profile_id):
-            return None
-    return EmailsWritten()
 
 
 @contextmanager
