@@ -8,8 +8,8 @@ write, or inserts of distinct keys), one statement that reads them all from
 ~1,250 statements a batch of 500 to about ten (bench/orders_journal.py).
 
 A statement is written once, with `:name` parameters, and rendered here with each name
-read from the set's row (`r.name`); the sets travel as one JSON text, which the standard
-library's C encoder writes (psycopg's own arrays escape every element in Python).
+read from the set's row (`r.name`); the sets travel as one JSON text, which orjson writes
+in one call (psycopg's own arrays escape every element in Python).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 from psycopg.types.json import Json
 
 from partnerlink.db.raw import NAMED_PARAMETER, Sql, Statement
@@ -26,8 +27,6 @@ from partnerlink.db.raw import NAMED_PARAMETER, Sql, Statement
 # (what the orders keep of a body), set into the array as it is: neither escaped into a
 # string here nor parsed twice by PostgreSQL.
 JSON_TEXT = "json"
-_TIME = "timestamptz"
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def from_rows(text: str) -> str:
@@ -40,43 +39,40 @@ class RowSet:
     item (`source`, the rows `r`) and its `:rows` parameter (`parameter`), from the one
     mapping, so that where the statement is written and where it runs cannot disagree."""
 
-    __slots__ = ("_embedded", "_times", "source", "types")
+    __slots__ = ("_embedded", "source", "types")
 
     def __init__(self, types: Mapping[str, str]) -> None:
         self.types = dict(types)
         columns = ", ".join(f"{name} {kind}" for name, kind in self.types.items())
         self.source = f"json_to_recordset(CAST(:rows AS json)) AS r({columns})"
-        self._times = [name for name, kind in self.types.items() if kind == _TIME]
         self._embedded = [name for name, kind in self.types.items() if kind == JSON_TEXT]
 
     def parameter(self, many: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         """The parameter sets as the `:rows` parameter: one JSON array, each set an object.
 
-        Times (aware datetimes, as Sql.time gives them on PostgreSQL) are written in ISO
-        form, and "json" values (Sql.json_text, Sql.json) as the JSON they hold; the rest
-        goes through the standard library's C encoder as it is.
+        Written by orjson in one call for the whole array: times (aware datetimes, as
+        Sql.time gives them on PostgreSQL) in RFC 3339 form, which PostgreSQL reads as
+        timestamptz, and "json" values (Sql.json_text, Sql.json) as the JSON they hold.
+        (The standard library's encoder, object by object with the times formatted in
+        Python first, took ~20% of the worker's CPU applying journaled orders.)
         """
-        texts = []
-        for params in many:
-            plain = dict(params)
-            for name in self._times:
-                value = plain[name]
-                if value is not None:
-                    plain[name] = value.isoformat()
-            embedded = [f'"{name}":{_json_of(plain.pop(name))}' for name in self._embedded]
-            text = _ENCODER.encode(plain)
-            if embedded:  # into the encoded object, after its members if it has any
-                members = text[1:-1]
-                text = "{" + ",".join([members, *embedded] if members else embedded) + "}"
-            texts.append(text)
-        return {"rows": f"[{','.join(texts)}]"}
+        if self._embedded:
+            rows: list[Any] = []
+            for params in many:
+                plain = dict(params)
+                for name in self._embedded:
+                    plain[name] = _json_of(plain[name])
+                rows.append(plain)
+        else:
+            rows = [params if type(params) is dict else dict(params) for params in many]
+        return {"rows": orjson.dumps(rows).decode()}
 
 
-def _json_of(value: Any) -> str:
+def _json_of(value: Any) -> orjson.Fragment | None:
     if value is None:
-        return "null"
+        return None
     if isinstance(value, Json):
-        return value.obj if value.dumps is not None else json.dumps(value.obj)
+        return orjson.Fragment(value.obj if value.dumps is not None else json.dumps(value.obj))
     raise TypeError(f"{type(value).__name__} is not JSON text")
 
 

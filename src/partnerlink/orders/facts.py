@@ -8,7 +8,7 @@ The journal (orders/journal.py) keeps an acknowledged order as its facts, writte
 by the server that validated it, so that the worker applying it does not validate
 the body a second time: measured with bench/orders_journal.py, validating took
 about half of the worker's CPU an order (pydantic calls the model's Python
-validators field by field), against a few microseconds for one `json.loads` here.
+validators field by field), against a few microseconds for one `orjson.loads` here.
 
 The journal's form is a JSON array whose first element is its version. A body of
 POST /v1/orders is always a JSON object, so a journal row written before facts
@@ -18,9 +18,10 @@ and is validated as before (`from_journal`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
+
+import orjson
 
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.stores.schemas import StoreProfileIn
@@ -74,7 +75,7 @@ def facts_of(order: OrderIn) -> OrderFacts:
 
 def journal_text(facts: OrderFacts) -> str:
     """The journal's form of an order's facts (read back by `from_journal`)."""
-    return json.dumps(
+    return orjson.dumps(
         [
             _VERSION,
             facts.order_id,
@@ -91,10 +92,8 @@ def journal_text(facts: OrderFacts) -> str:
             facts.order_type,
             facts.details_json,
             facts.store_json,
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+        ]
+    ).decode()
 
 
 def from_journal(text: str) -> OrderFacts:
@@ -118,7 +117,7 @@ def from_journal(text: str) -> OrderFacts:
         order_type,
         details_json,
         store_json,
-    ) = json.loads(text)
+    ) = orjson.loads(text)
     if version != _VERSION:
         raise ValueError(f"journaled order of an unknown form (version {version!r})")
     return OrderFacts(
