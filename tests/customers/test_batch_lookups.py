@@ -106,3 +106,34 @@ def test_a_newcomer_made_meanwhile_by_another_transaction_is_matched_not_duplica
     assert created == {}
     again = service.upsert_customer(sql, profile_id=pid, fields=fields, looked_up=looked_up)
     assert again == (winner, "unchanged")
+
+
+def test_newcomers_made_together_answer_each_record_and_skip_those_made_meanwhile(
+    session: Session,
+) -> None:
+    """Several newcomers created together: each created row goes back to its own record; a
+    record whose customer another transaction made meanwhile gets none, and is left to the
+    matching rule."""
+    pid = create_profile(session, create_merchant_account(session)).id
+    batch = [
+        (pid, normalize_fields(default_region="US", email="g@x.com", phone_number="+14155550107")),
+        (pid, normalize_fields(default_region="US", email="h@x.com", phone_number=None)),
+        (pid, normalize_fields(default_region="US", email=None, phone_number="+14155550108")),
+        (pid, normalize_fields(default_region="US", email=None, phone_number="+14155550109")),
+        (pid, normalize_fields(default_region="US", email="i@x.com", phone_number="+14155550110")),
+    ]
+    sql = Sql.of_session(session)
+    looked_up = service._LookedUp(sql)
+    looked_up.read_ahead(batch)  # nobody has any of them yet...
+    made_meanwhile = service.resolve_customers(sql, [batch[1], batch[3]])  # ...then two are made
+
+    created = service._create_newcomers(sql, batch, looked_up)
+
+    assert sorted(created) == [0, 2, 4]
+    for index, record in created.items():
+        fields = batch[index][1]
+        assert (record.email, record.phone_number) == (fields.email, fields.phone_number)
+    assert len({record.id for record in created.values()}) == 3
+    assert {record.id for record in created.values()}.isdisjoint(
+        {one.id for one in made_meanwhile if one is not None}
+    )
