@@ -27,6 +27,25 @@ class Run:
     other_cpu_seconds: float = 0.0
     # CPU of each of `parts` over the same window, by name (bench/orders.py).
     parts_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    # Requests sent, warm-up included: where the next run goes on in `requests`.
+    sent: int = 0
+
+    @classmethod
+    def combined(cls, runs: list[Run]) -> Run:
+        """Several measured windows as one: their lengths, answers and CPU added up."""
+        parts: dict[str, float] = {}
+        for run in runs:
+            for name, seconds in run.parts_cpu_seconds.items():
+                parts[name] = parts.get(name, 0.0) + seconds
+        return cls(
+            seconds=sum(run.seconds for run in runs),
+            latencies=[latency for run in runs for latency in run.latencies],
+            statuses=sum((run.statuses for run in runs), Counter()),
+            server_cpu_seconds=sum(run.server_cpu_seconds for run in runs),
+            other_cpu_seconds=sum(run.other_cpu_seconds for run in runs),
+            parts_cpu_seconds=parts,
+            sent=sum(run.sent for run in runs),
+        )
 
     @property
     def rate(self) -> float:
@@ -38,9 +57,9 @@ class Run:
 
 
 async def _drive(
-    port: int, requests: list[bytes], connections: int, warmup: float, seconds: float
+    port: int, requests: list[bytes], connections: int, warmup: float, seconds: float, first: int
 ) -> Run:
-    cursor = iter(range(10**12))
+    cursor = iter(range(first, 10**12))
     start = time.perf_counter() + warmup
     stop = start + seconds
     latencies: list[float] = []
@@ -65,7 +84,7 @@ async def _drive(
             writer.close()
 
     await asyncio.gather(*(connection() for _ in range(connections)))
-    return Run(seconds, latencies, statuses)
+    return Run(seconds, latencies, statuses, sent=next(cursor) - first)
 
 
 def drive(
@@ -77,8 +96,10 @@ def drive(
     server: int | None = None,
     also: Callable[[], float] | None = None,
     parts: dict[str, Callable[[], float]] | None = None,
+    first: int = 0,
 ) -> Run:
-    """Runs the load; with `server` (a pid), also the CPU its processes used while measured,
+    """Runs the load, from request number `first` of `requests` on (taken in turn, round
+    and round); with `server` (a pid), also the CPU its processes used while measured,
     with `also` (a reading of CPU seconds so far) that reading's growth over the window,
     and with `parts` the same for each named reading."""
     try:
@@ -105,7 +126,7 @@ def drive(
             cpu.append(reading())
 
         sampler = asyncio.ensure_future(sample())
-        run = await _drive(port, requests, connections, warmup, seconds)
+        run = await _drive(port, requests, connections, warmup, seconds, first)
         await sampler
         run.server_cpu_seconds = cpu[1][0] - cpu[0][0]
         run.other_cpu_seconds = cpu[1][1] - cpu[0][1]

@@ -1,6 +1,6 @@
 """Benchmark: POST /v1/orders on a real server, beside the ceiling of the same server stack.
 
-    .venv/bin/python bench/orders.py [--seconds 10] [--connections 64] [--workers 0]
+    .venv/bin/python bench/orders.py [--seconds 10] [--rounds 3] [--connections 64] [--workers 0]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile]
 
 Starts `partnerlink serve` (default workers for this machine: 1 on SQLite, one per
@@ -23,8 +23,11 @@ stores every order before answering, as before the journal.
 Beside them, the ceiling: the same server stack (uvicorn with the same workers
 and settings) serving a no-op FastAPI POST endpoint that parses the same bodies
 into the same pydantic model, measured in the same run with the same load
-generator and the same requests. `--profile` samples the server with py-spy
-during a second measured run and prints where the time goes.
+generator and the same requests. The two alternate: `--rounds` (3) of an orders window
+then a ceiling window, each `--seconds` long, so that a machine whose speed drifts
+from minute to minute weighs on both alike; each round's share is printed, then the
+whole run's. `--profile` samples the server with py-spy during a further measured run
+and prints where the time goes.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ import argparse
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -48,6 +53,7 @@ import httpx
 from benchdb import analyze, fresh_database, journal_drained  # bench/benchdb.py
 from loadgen import (  # bench/loadgen.py
     Run,
+    children,
     drive,
     own_cpu_seconds,
     postgres_cpu_seconds,
@@ -292,7 +298,8 @@ def measure_ceiling(
     token: str,
     args: argparse.Namespace,
 ) -> Run:
-    """The ceiling's run: the same requests, connections, warm-up and length as the orders'."""
+    """One ceiling run, on a server of its own (bench/capacity.py): the same requests,
+    connections, warm-up and length as the orders'."""
     port = free_port()
     ceiling = start_ceiling(env, port, workers)
     try:
@@ -308,6 +315,76 @@ def measure_ceiling(
         )
     finally:
         stop(ceiling)
+
+
+def measure_rounds(
+    args: argparse.Namespace,
+    *,
+    orders: tuple[int, list[bytes], int, dict[str, Callable[[], float]]],
+    ceiling: tuple[dict[str, str], int, list[dict[str, Any]], str],
+    pause: Callable[[signal.Signals], None],
+    idle: Callable[[], float],
+    drained: Callable[[], tuple[int, float]],
+) -> tuple[list[tuple[Run, Run]], tuple[int, float]]:
+    """`--rounds` of an orders window then a ceiling window, each `--seconds` long: on a
+    shared machine whose speed drifts by the minute (the same ceiling read 3,600 and
+    6,400 requests/s within ten minutes here), a drift then weighs on both sides alike.
+
+    The orders go on through `requests` from round to round, so no window re-sends what
+    an earlier one sent; the journal is drained after each orders window, and the
+    orders' server and worker are stopped (`pause`) while the ceiling runs, so that it
+    runs beside no backlog and no polling. Answers (each round's windows) and the journal's backlog
+    (held, seconds to apply), added up over the rounds."""
+    port, requests, server, parts = orders
+    env, workers, bodies, token = ceiling
+    ceiling_port = free_port()
+    ceiling_server = start_ceiling(env, ceiling_port, workers)
+    try:
+        ceiling_requests = http_requests(bodies, ceiling_port, token)
+        rounds: list[tuple[Run, Run]] = []
+        held, took, first, first_top = 0, 0.0, 0, 0
+        for number in range(args.rounds):
+            # The first window warms up as long as asked; later ones only reconnect.
+            warmup = args.warmup if number == 0 else 1.0
+            run = drive(
+                port,
+                requests,
+                args.connections,
+                warmup,
+                args.seconds,
+                server,
+                parts=parts,
+                first=first,
+            )
+            first += run.sent
+            if not args.worker_after:
+                waiting, seconds = drained()
+                held, took = held + waiting, took + seconds
+            pause(signal.SIGSTOP)
+            try:
+                top = drive(
+                    ceiling_port,
+                    ceiling_requests,
+                    args.connections,
+                    warmup,
+                    args.seconds,
+                    ceiling_server.pid,
+                    also=idle,
+                    parts={"load generator": own_cpu_seconds},
+                    first=first_top,
+                )
+            finally:
+                pause(signal.SIGCONT)
+            first_top += top.sent
+            rounds.append((run, top))
+        return rounds, (held, took)
+    finally:
+        stop(ceiling_server)
+
+
+def signal_all(pids: list[int], signum: signal.Signals) -> None:
+    for pid in pids:
+        os.kill(pid, signum)
 
 
 def free_port() -> int:
@@ -389,7 +466,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--workers", type=int, default=0, help="0 = the server's default")
-    parser.add_argument("--orders", type=int, default=60_000, help="distinct requests generated")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="orders then ceiling windows, alternated (each --seconds long)",
+    )
+    parser.add_argument("--orders", type=int, default=150_000, help="distinct requests generated")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--profile", action="store_true", help="sample the server with py-spy")
     parser.add_argument(
@@ -442,19 +525,24 @@ def main() -> None:
                     parts["worker"] = partial(process_cpu_seconds, [worker.pid])
                 if not is_sqlite:
                     parts["database"] = postgres_cpu_seconds
-                run = drive(
-                    port,
-                    requests,
-                    args.connections,
-                    args.warmup,
-                    args.seconds,
-                    server.pid,
-                    parts=parts,
+                rounds, backlog = measure_rounds(
+                    args,
+                    orders=(port, requests, server.pid, parts),
+                    ceiling=(env, workers, bodies, token),
+                    # Stopped while the ceiling runs (their polling, a few % of a core, would
+                    # slow the ceiling down); PostgreSQL's own housekeeping after the orders'
+                    # writes goes on, and is printed.
+                    pause=partial(
+                        signal_all,
+                        [server.pid, *children(server.pid)]
+                        + ([worker.pid] if worker is not None else []),
+                    ),
+                    idle=postgres_cpu_seconds if not is_sqlite else lambda: 0.0,
+                    drained=lambda: journal_drained(database_url),
                 )
                 if args.worker_after:
                     worker = start_worker(env, log)
-                # Orders acknowledged into the journal and still waiting when the load stops.
-                backlog = journal_drained(database_url)
+                    backlog = journal_drained(database_url)
                 profile_lines: list[str] = []
                 if args.profile:
                     profile_lines = run_profiled(server.pid, port, requests, args, workdir)
@@ -463,9 +551,15 @@ def main() -> None:
                 if worker is not None:
                     stop(worker)
                 log.close()
-            top = measure_ceiling(env, workers, bodies, token, args)
+            for number, (run, top) in enumerate(rounds, 1):
+                print(
+                    f"round {number}: orders {run.rate:,.0f}/s, ceiling {top.rate:,.0f}/s:"
+                    f" {100 * run.rate / top.rate:.0f}%"
+                )
+            run = Run.combined([run for run, _ in rounds])
+            top = Run.combined([top for _, top in rounds])
             report(run, top, database_url, workers, args.connections, workdir)
-            report_backlog(run, *backlog, seconds=args.seconds)
+            report_backlog(run, *backlog, seconds=args.seconds * len(rounds))
             for line in profile_lines:
                 print(line)
         finally:
@@ -535,6 +629,10 @@ def report(
         )
         print(f"CPU an order:   {cpu_line(run)}")
         print(f"CPU a request of the ceiling: {cpu_line(top)}")
+        print(
+            "beside the ceiling, PostgreSQL's housekeeping after the orders' writes used"
+            f" {100 * top.other_cpu_seconds / top.seconds:.1f}% of a core"
+        )
     errors = sum(n for status, n in run.statuses.items() if status != 200)
     if errors:
         tail = (workdir / "server.log").read_text(errors="replace")[-2000:]
