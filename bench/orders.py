@@ -629,10 +629,11 @@ def report(
         )
         print(f"CPU an order:   {cpu_line(run)}")
         print(f"CPU a request of the ceiling: {cpu_line(top)}")
-        print(
-            "beside the ceiling, PostgreSQL's housekeeping after the orders' writes used"
-            f" {100 * top.other_cpu_seconds / top.seconds:.1f}% of a core"
-        )
+        if kind == "PostgreSQL":
+            print(
+                "beside the ceiling, PostgreSQL's housekeeping after the orders' writes used"
+                f" {100 * top.other_cpu_seconds / top.seconds:.1f}% of a core"
+            )
     errors = sum(n for status, n in run.statuses.items() if status != 200)
     if errors:
         tail = (workdir / "server.log").read_text(errors="replace")[-2000:]
