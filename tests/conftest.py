@@ -32,6 +32,7 @@ from partnerlink.db.base import Base
 from partnerlink.db.migrate import upgrade
 from partnerlink.security.passwords import CHEAP_FOR_TESTS
 from partnerlink.settings import Settings
+from tests.warm_cli import WarmCommandLine
 
 # argon2's cheapest parameters for every password the suite hashes, in this process and
 # in the live servers it starts (they inherit the environment): the production default
@@ -75,6 +76,14 @@ SLOW_FIRST = (
 # Folders whose files share a package-scoped server: they stay together (a worker that
 # left the folder and came back would start the server again), ranked by their first file.
 KEPT_TOGETHER = ("tests/blackbox/",)
+
+
+# The command line, warm (tests/warm_cli.py): one per test worker, started on first use.
+WARM_CLI = WarmCommandLine()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    WARM_CLI.close()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -254,7 +263,12 @@ class LiveServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """Runs the command line against the same database and settings."""
+        """Runs the command line against the same database and settings, in a process
+        forked from a warm one (tests/warm_cli.py)."""
+        return WARM_CLI.run(list(args), self.env, timeout=300)
+
+    def cold_cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`cli` as a plain `python -m partnerlink` process, imports and all."""
         return subprocess.run(
             [sys.executable, "-m", "partnerlink", *args],
             env=self.env,

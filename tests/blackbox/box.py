@@ -122,6 +122,12 @@ class Box:
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
 
+    def cold_cli_json(self, *args: str) -> Any:
+        """`cli_json` through a plain `python -m partnerlink` process (test_cli.py's subject)."""
+        done = self.server.cold_cli(*args, "--json")
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return json.loads(done.stdout)
+
     def new_partner(self, *, ereceipt: bool = False, name: str | None = None) -> Partner:
         slug = unique("pos")
         args = ["partners", "create", "--name", name or f"Partner {slug}", "--pos-type", slug]

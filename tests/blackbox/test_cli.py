@@ -14,7 +14,9 @@ from tests.blackbox.conftest import Cast
 
 def test_partners_create_prints_exact_keys(box: Box) -> None:
     slug = unique("cli-pos")
-    out = box.cli_json("partners", "create", "--name", "CLI POS", "--pos-type", slug, "--ereceipt")
+    out = box.cold_cli_json(
+        "partners", "create", "--name", "CLI POS", "--pos-type", slug, "--ereceipt"
+    )
     assert set(out) == {"id", "name", "posType", "clientId", "clientSecret", "ereceipt"}
     assert (out["name"], out["posType"], out["ereceipt"]) == ("CLI POS", slug, True)
     assert out["clientId"] and out["clientSecret"] and out["clientId"] != out["clientSecret"]
@@ -26,7 +28,7 @@ def test_partners_create_prints_exact_keys(box: Box) -> None:
 
 
 def test_partners_list_prints_exact_keys_and_never_a_secret(box: Box, cast: Cast) -> None:
-    done = box.server.cli("partners", "list", "--json")
+    done = box.server.cold_cli("partners", "list", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert isinstance(rows, list)
@@ -49,7 +51,7 @@ def test_partners_list_prints_exact_keys_and_never_a_secret(box: Box, cast: Cast
 
 def test_rotate_secret_prints_new_secret_and_old_one_stops(box: Box) -> None:
     partner: Partner = box.new_partner()
-    out = box.cli_json("partners", "rotate-secret", partner.client_id)
+    out = box.cold_cli_json("partners", "rotate-secret", partner.client_id)
     assert set(out) == {"clientId", "clientSecret"}
     assert out["clientId"] == partner.client_id
     assert out["clientSecret"] != partner.client_secret
@@ -64,14 +66,16 @@ def test_rotate_secret_prints_new_secret_and_old_one_stops(box: Box) -> None:
 
 def test_merchants_create_prints_exact_keys(box: Box) -> None:
     email = f"{unique('cli')}@example.com"
-    out = box.cli_json("merchants", "create", "--email", email, "--password", "long password 1")
+    out = box.cold_cli_json(
+        "merchants", "create", "--email", email, "--password", "long password 1"
+    )
     assert set(out) == {"id", "email"}
     assert out["email"] == email
     assert box.sign_in(email, "long password 1")
 
 
 def test_duplicate_pos_type_is_refused(box: Box, cast: Cast) -> None:
-    done = box.server.cli(
+    done = box.server.cold_cli(
         "partners", "create", "--name", "Copy", "--pos-type", cast.plain.pos_type, "--json"
     )
     assert done.returncode != 0
@@ -79,7 +83,7 @@ def test_duplicate_pos_type_is_refused(box: Box, cast: Cast) -> None:
 
 
 def test_rotate_secret_of_unknown_client_is_refused(box: Box) -> None:
-    done = box.server.cli("partners", "rotate-secret", unique("nobody"), "--json")
+    done = box.server.cold_cli("partners", "rotate-secret", unique("nobody"), "--json")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
 
@@ -95,7 +99,7 @@ def _objects(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_demo_prints_json_whose_credentials_work(box: Box) -> None:
-    out = box.cli_json("demo")
+    out = box.cold_cli_json("demo")
     assert isinstance(out, dict)
     partners = [o for o in _objects(out) if {"clientId", "clientSecret"} <= set(o)]
     assert partners, out
@@ -108,11 +112,11 @@ def test_demo_prints_json_whose_credentials_work(box: Box) -> None:
     merchants = [o for o in _objects(out) if {"email", "password"} <= set(o)]
     assert merchants, out
     assert box.sign_in(merchants[0]["email"], merchants[0]["password"])
-    again = box.cli_json("demo")
+    again = box.cold_cli_json("demo")
     assert isinstance(again, dict)
 
 
 @pytest.mark.parametrize("limit", ["1"])
 def test_sms_list_prints_a_json_list(box: Box, limit: str) -> None:
-    out = box.cli_json("sms", "list", "--limit", limit)
+    out = box.cold_cli_json("sms", "list", "--limit", limit)
     assert isinstance(out, list) and len(out) <= 1
