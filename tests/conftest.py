@@ -32,7 +32,7 @@ from partnerlink.db.base import Base
 from partnerlink.db.migrate import upgrade
 from partnerlink.security.passwords import CHEAP_FOR_TESTS
 from partnerlink.settings import Settings
-from tests.warm_cli import WarmCommandLine
+from tests.warm_cli import WarmCommandLine, plain_process
 
 # argon2's cheapest parameters for every password the suite hashes, in this process and
 # in the live servers it starts (they inherit the environment): the production default
@@ -269,14 +269,7 @@ class LiveServer:
 
     def cold_cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         """`cli` as a plain `python -m partnerlink` process, imports and all."""
-        return subprocess.run(
-            [sys.executable, "-m", "partnerlink", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        return plain_process(list(args), self.env, timeout=300)
 
     def start(self) -> None:
         try:

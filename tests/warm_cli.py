@@ -83,11 +83,11 @@ class WarmCommandLine:
     ) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "partnerlink", *args]
         if _startup_values(env) != (self._startup or _startup_values(os.environ)):
-            return _cold(command, env, timeout)
+            return plain_process(args, env, timeout)
         # One command at a time per zygote, as the tests run them; a second thread
         # asking meanwhile (no test does) gets a cold process rather than waiting.
         if not self._lock.acquire(blocking=False):
-            return _cold(command, env, timeout)
+            return plain_process(args, env, timeout)
         try:
             return self._warm(command, args, env, timeout)
         finally:
@@ -159,11 +159,18 @@ class WarmCommandLine:
             shutil.rmtree(self._out, ignore_errors=True)
 
 
-def _cold(
-    command: list[str], env: dict[str, str], timeout: float
+def plain_process(
+    args: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """`python -m partnerlink <args>` started cold, output captured."""
     return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "partnerlink", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 

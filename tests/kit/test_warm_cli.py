@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import LiveServer, free_port
-from tests.warm_cli import WarmCommandLine
+from tests.warm_cli import WarmCommandLine, plain_process
 
 
 @pytest.fixture
@@ -18,20 +17,6 @@ def warm() -> Iterator[WarmCommandLine]:
     cli = WarmCommandLine()
     yield cli
     cli.close()
-
-
-def cold(
-    args: list[str], env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "partnerlink", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize(
@@ -50,7 +35,7 @@ def test_status_stdout_and_stderr_are_a_plain_process_s(
     warm: WarmCommandLine, live_env: dict[str, str], args: list[str]
 ) -> None:
     env = LiveServer(live_env).env
-    expected = cold(args, env)
+    expected = plain_process(args, env, timeout=300)
     got = warm.run(args, env, timeout=300)
     assert (got.returncode, got.stdout, got.stderr) == (
         expected.returncode,
@@ -72,7 +57,9 @@ def test_each_command_has_its_own_environment_and_working_directory(
     assert got.returncode != 0
     assert f"read in {tmp_path}" in got.stderr.replace("\n", "")
     assert (got.returncode, got.stderr) == (
-        (expected := cold(["partners", "list"], without_url, cwd=tmp_path)).returncode,
+        (
+            expected := plain_process(["partners", "list"], without_url, 300, cwd=tmp_path)
+        ).returncode,
         expected.stderr,
     )
 
