@@ -81,7 +81,6 @@ class WarmCommandLine:
     def run(
         self, args: list[str], env: dict[str, str], timeout: float
     ) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "partnerlink", *args]
         if _startup_values(env) != (self._startup or _startup_values(os.environ)):
             return plain_process(args, env, timeout)
         # One command at a time per zygote, as the tests run them; a second thread
@@ -89,13 +88,14 @@ class WarmCommandLine:
         if not self._lock.acquire(blocking=False):
             return plain_process(args, env, timeout)
         try:
-            return self._warm(command, args, env, timeout)
+            return self._warm(args, env, timeout)
         finally:
             self._lock.release()
 
     def _warm(
-        self, command: list[str], args: list[str], env: dict[str, str], timeout: float
+        self, args: list[str], env: dict[str, str], timeout: float
     ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "partnerlink", *args]
         zygote, out = self._started()
         stdout, stderr = out / "stdout", out / "stderr"
         request = {

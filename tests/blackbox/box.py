@@ -117,14 +117,11 @@ class Box:
 
     # command line -------------------------------------------------------------
 
-    def cli_json(self, *args: str) -> Any:
-        done = self.server.cli(*args, "--json")
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-        return json.loads(done.stdout)
-
-    def cold_cli_json(self, *args: str) -> Any:
-        """`cli_json` through a plain `python -m partnerlink` process (test_cli.py's subject)."""
-        done = self.server.cold_cli(*args, "--json")
+    def cli_json(self, *args: str, cold: bool = False) -> Any:
+        """`partnerlink <args> --json`, parsed; `cold`: through a plain `python -m
+        partnerlink` process rather than the warm one (test_cli.py's subject)."""
+        run = self.server.cold_cli if cold else self.server.cli
+        done = run(*args, "--json")
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
 

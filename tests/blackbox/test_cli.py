@@ -14,8 +14,8 @@ from tests.blackbox.conftest import Cast
 
 def test_partners_create_prints_exact_keys(box: Box) -> None:
     slug = unique("cli-pos")
-    out = box.cold_cli_json(
-        "partners", "create", "--name", "CLI POS", "--pos-type", slug, "--ereceipt"
+    out = box.cli_json(
+        "partners", "create", "--name", "CLI POS", "--pos-type", slug, "--ereceipt", cold=True
     )
     assert set(out) == {"id", "name", "posType", "clientId", "clientSecret", "ereceipt"}
     assert (out["name"], out["posType"], out["ereceipt"]) == ("CLI POS", slug, True)
@@ -51,7 +51,7 @@ def test_partners_list_prints_exact_keys_and_never_a_secret(box: Box, cast: Cast
 
 def test_rotate_secret_prints_new_secret_and_old_one_stops(box: Box) -> None:
     partner: Partner = box.new_partner()
-    out = box.cold_cli_json("partners", "rotate-secret", partner.client_id)
+    out = box.cli_json("partners", "rotate-secret", partner.client_id, cold=True)
     assert set(out) == {"clientId", "clientSecret"}
     assert out["clientId"] == partner.client_id
     assert out["clientSecret"] != partner.client_secret
@@ -66,8 +66,8 @@ def test_rotate_secret_prints_new_secret_and_old_one_stops(box: Box) -> None:
 
 def test_merchants_create_prints_exact_keys(box: Box) -> None:
     email = f"{unique('cli')}@example.com"
-    out = box.cold_cli_json(
-        "merchants", "create", "--email", email, "--password", "long password 1"
+    out = box.cli_json(
+        "merchants", "create", "--email", email, "--password", "long password 1", cold=True
     )
     assert set(out) == {"id", "email"}
     assert out["email"] == email
@@ -99,7 +99,7 @@ def _objects(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_demo_prints_json_whose_credentials_work(box: Box) -> None:
-    out = box.cold_cli_json("demo")
+    out = box.cli_json("demo", cold=True)
     assert isinstance(out, dict)
     partners = [o for o in _objects(out) if {"clientId", "clientSecret"} <= set(o)]
     assert partners, out
@@ -112,11 +112,11 @@ def test_demo_prints_json_whose_credentials_work(box: Box) -> None:
     merchants = [o for o in _objects(out) if {"email", "password"} <= set(o)]
     assert merchants, out
     assert box.sign_in(merchants[0]["email"], merchants[0]["password"])
-    again = box.cold_cli_json("demo")
+    again = box.cli_json("demo", cold=True)
     assert isinstance(again, dict)
 
 
 @pytest.mark.parametrize("limit", ["1"])
 def test_sms_list_prints_a_json_list(box: Box, limit: str) -> None:
-    out = box.cold_cli_json("sms", "list", "--limit", limit)
+    out = box.cli_json("sms", "list", "--limit", limit, cold=True)
     assert isinstance(out, list) and len(out) <= 1

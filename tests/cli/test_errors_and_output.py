@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.cli.conftest import RunCli
 from tests.conftest import ON_POSTGRES, TEST_DATABASE_URL, free_port
 from tests.factories import create_connected_store
 from tests.orders.builders import order_body, post
+from tests.warm_cli import plain_process
 
 # The PostgreSQL server the tests may use: the test server's, else the usual local one.
 SERVER_URL = Settings(
@@ -42,14 +42,7 @@ def run_with_database(
         "PARTNERLINK_DATA_DIR": str(tmp_path),
         "PARTNERLINK_SECRET_KEY": "test-secret-key-not-for-production",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "partnerlink", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return plain_process(list(args), env, timeout=120)
 
 
 def _missing_database_url() -> str:

@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from tests.cli.test_errors_and_output import SERVER_URL, run_with_database
 from tests.conftest import ON_POSTGRES, free_port
+from tests.warm_cli import plain_process
 
 # The commands that must not create a database, with arguments that would otherwise succeed.
 READ_OR_WRITE_COMMANDS = [
@@ -37,15 +38,7 @@ def run_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         if key not in ("PARTNERLINK_DATABASE_URL", "PARTNERLINK_DATA_DIR")
     }
     env["PARTNERLINK_SECRET_KEY"] = "test-secret-key-not-for-production"
-    return subprocess.run(
-        [sys.executable, "-m", "partnerlink", *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return plain_process(list(args), env, timeout=120, cwd=folder)
 
 
 @pytest.mark.parametrize("command", READ_OR_WRITE_COMMANDS, ids=" ".join)
