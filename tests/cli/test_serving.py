@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import LiveServer, free_port
+from tests.process_tree import children, cmdline, server_processes
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -44,30 +45,6 @@ def start_time(pid: int) -> str | None:
         return None
     fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)"
     return None if fields[0] in ("Z", "X") else fields[19]
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def children(pid: int) -> set[int]:
-    """The live children of `pid`, from /proc/<pid>/task/*/children."""
-    found: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            found.update(
-                int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-            )
-        except OSError:
-            continue
-    return {child for child in found if start_time(child) is not None}
 
 
 def socket_inodes(pid: int) -> set[int]:
@@ -127,14 +104,22 @@ class Serving:
         return self.server.port
 
     def all_children(self) -> set[int]:
-        found = children(self.pid)
+        """Every live descendant: the forkserver, its server processes, the resource tracker."""
+        found: set[int] = set()
+        todo = [self.pid]
+        while todo:
+            for child in children(todo.pop()):
+                if child not in found and start_time(child) is not None:
+                    found.add(child)
+                    todo.append(child)
         for child in found:
             self.seen.setdefault(child, start_time(child) or "")
         return found
 
     def server_children(self) -> set[int]:
-        """The uvicorn processes (not multiprocessing's resource tracker)."""
-        return {c for c in self.all_children() if "resource_tracker" not in cmdline(c)}
+        """The uvicorn processes: the children of the forkserver that `serve` started."""
+        self.all_children()
+        return {c for c in server_processes(self.pid) if start_time(c) is not None}
 
     def listeners(self) -> dict[int, int]:
         """Listening sockets on the port: inode -> owning child pid (0: no server child)."""
@@ -331,8 +316,8 @@ def test_sigterm_to_the_parent_stops_every_process(serving: Serving) -> None:
 
     assert code == 0
 
-    # The server processes are joined before the parent exits; the resource tracker
-    # leaves when its pipe closes, a moment later at most.
+    # The server processes are joined before the parent exits; the forkserver and the
+    # resource tracker leave when their pipes close, a moment later at most.
     def gone() -> bool:
         return all(start_time(pid) != started[pid] for pid in processes)
 
@@ -396,14 +381,15 @@ def test_of_two_servers_started_together_one_serves_and_the_other_exits(tmp_path
 
 
 def test_server_processes_stop_when_serve_is_killed(serving: Serving) -> None:
-    """Even SIGKILL to `serve` leaves no server process holding the port."""
-    processes = serving.server_children()
+    """Even SIGKILL to `serve` leaves no server process holding the port, nor the forkserver."""
+    processes = serving.all_children()
+    assert len(serving.server_children()) == 2
     assert serving.server.process is not None
     serving.server.process.kill()
     serving.server.process.wait(timeout=30)
 
     def orphans() -> set[int]:  # an exited process has no command line (nor has a zombie)
-        return {pid for pid in processes if "spawn_main" in cmdline(pid)}
+        return {pid for pid in processes if "forkserver" in cmdline(pid)}
 
     wait_for(lambda: not orphans() or None, 60, "server processes to exit")
     wait_for(lambda: not tcp_sockets(serving.port, LISTEN) or None, 30, "the port to be free")

@@ -7,7 +7,6 @@ import re
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import LiveServer
 from tests.factories import create_connected_store
+from tests.process_tree import server_processes
 
 REQUESTS = 40
 READYZ = re.compile(
@@ -40,18 +40,9 @@ def _fresh_connection_get(url: str, headers: dict[str, str] | None = None) -> ht
 
 
 def _pids_serving(server: LiveServer) -> set[int]:
-    """The server processes (spawned children; not multiprocessing's resource tracker)."""
+    """The server processes (the forkserver's children; not multiprocessing's resource tracker)."""
     assert server.process is not None
-    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
-    found = set()
-    for pid in children.read_text().split():
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"spawn_main" in command:
-            found.add(int(pid))
-    return found
+    return server_processes(server.process.pid)
 
 
 @pytest.mark.slow

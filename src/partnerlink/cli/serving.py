@@ -18,11 +18,11 @@ uvicorn's traceback-free but late "address already in use".
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import socket
@@ -77,7 +77,7 @@ def run_server(
     # /metrics adds up every process: files in a directory of this run's, named in the
     # environment the processes inherit.
     metrics_dir = start_multiprocess_metrics()
-    context = multiprocessing.get_context("spawn")
+    context = _preloaded_context(app)
     processes = [_start(context, app, host, port, sock, options) for sock in sockets]
     started = [time.monotonic()] * workers
     try:
@@ -152,13 +152,29 @@ def _start(
     sock: socket.socket,
     options: dict[str, Any],
 ) -> BaseProcess:
-    # The socket goes to the spawned process by file-descriptor passing (as uvicorn's own
+    # The socket goes to the new process by file-descriptor passing (as uvicorn's own
     # workers get theirs).
     process: BaseProcess = context.Process(
         target=_serve_one, args=(app, host, port, sock, options, os.getpid()), daemon=False
     )
     process.start()
     return process
+
+
+def _preloaded_context(app: str) -> Any:
+    """Server processes forked from a forkserver that imported the app's module once.
+
+    Not `fork` from this process: it has threads (the signal wait, the metrics) and the
+    command line's state. Not `spawn`: each process, and each replacement of a dead one,
+    would import everything again (~1.5 s of CPU). The forkserver is a fresh, single-threaded
+    interpreter started by the first `start()`: it imports the preloaded module, then forks
+    each server process from that state (gunicorn's `preload_app`, without its parent's
+    threads). Its children stop when this process exits (`_die_with`), and it follows
+    them.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([app.partition(":")[0], __name__])
+    return context
 
 
 def _serve_one(
@@ -169,19 +185,29 @@ def _serve_one(
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
 
 
-def _die_with(parent: int) -> None:
-    """Linux: SIGTERM this process when `serve` dies, even by SIGKILL, so that no server
-    process outlives it holding the port."""
+def _die_with(serve: int) -> None:
+    """SIGTERM this process when `serve` exits, even by SIGKILL, so that no server process
+    outlives it holding the port.
+
+    `serve` is not our parent (the forkserver is), and the forkserver outlives `serve`
+    while its children live (each holds the pipe whose closing would end it), so the
+    parent-death signal would never come. A thread waits on a pidfd of `serve` instead
+    (Linux 5.3+); elsewhere `serve`'s own shutdown still stops us.
+    """
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: the parent's own shutdown still stops us
+        watched = os.pidfd_open(serve)
+    except ProcessLookupError:  # it exited before we started
+        os.kill(os.getpid(), signal.SIGTERM)
         return
-    if os.getppid() != parent:  # it died before the request above took effect
+    except (OSError, AttributeError):
+        return
+
+    def wait_for_exit() -> None:
+        select.select([watched], [], [])  # readable once the process has exited
+        log.warning("serve (pid %s) exited; this server process stops too", serve)
         os.kill(os.getpid(), signal.SIGTERM)
 
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+    threading.Thread(target=wait_for_exit, name="serve-watch", daemon=True).start()
 
 
 def _listening(host: str, port: int, *, reuse_port: bool) -> socket.socket:
