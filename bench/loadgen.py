@@ -138,8 +138,9 @@ def drive(
 
 
 def cpu_seconds(parent: int) -> float:
-    """User + system CPU of a process and its children (uvicorn's workers), from /proc."""
-    return process_cpu_seconds([parent, *children(parent)])
+    """User + system CPU of a process and its descendants (`serve`'s forkserver and the
+    server processes it forked), from /proc."""
+    return process_cpu_seconds([parent, *descendants(parent)])
 
 
 def process_cpu_seconds(pids: list[int]) -> float:
@@ -183,8 +184,28 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def descendants(pid: int) -> list[int]:
+    """Children, their children, and so on."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children(todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def server_pids(parent: int) -> list[int]:
-    """The serving processes: uvicorn's workers when it has several, else the process itself."""
-    pids = children(parent)
-    workers = [p for p in pids if "resource_tracker" not in Path(f"/proc/{p}/cmdline").read_text()]
-    return workers or [parent]
+    """The serving processes: with several, the children of `serve`'s forkserver
+    (cli/serving.py); with one, `serve` itself."""
+    forkservers = [
+        pid for pid in children(parent) if b"multiprocessing.forkserver" in _cmdline(pid)
+    ]
+    return [pid for forkserver in forkservers for pid in children(forkserver)] or [parent]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

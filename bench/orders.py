@@ -53,7 +53,7 @@ import httpx
 from benchdb import analyze, fresh_database, journal_drained  # bench/benchdb.py
 from loadgen import (  # bench/loadgen.py
     Run,
-    children,
+    descendants,
     drive,
     own_cpu_seconds,
     postgres_cpu_seconds,
@@ -539,7 +539,7 @@ def main() -> None:
                     # writes goes on, and is printed.
                     pause=partial(
                         signal_all,
-                        [server.pid, *children(server.pid)]
+                        [server.pid, *descendants(server.pid)]
                         + ([worker.pid] if worker is not None else []),
                     ),
                     idle=postgres_cpu_seconds if not is_sqlite else lambda: 0.0,
