@@ -34,6 +34,17 @@ def children(pid: int) -> set[int]:
     return found
 
 
+def descendants(pid: int) -> set[int]:
+    """Children, their children, and so on."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children(todo.pop()) - found:
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 def server_processes(serve: int) -> set[int]:
     """The server processes of the `serve` whose pid is given: its forkserver's children."""
     forkservers = {c for c in children(serve) if "multiprocessing.forkserver" in cmdline(c)}

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import LiveServer, free_port
-from tests.process_tree import children, cmdline, server_processes
+from tests.process_tree import cmdline, descendants, server_processes
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -105,13 +105,7 @@ class Serving:
 
     def all_children(self) -> set[int]:
         """Every live descendant: the forkserver, its server processes, the resource tracker."""
-        found: set[int] = set()
-        todo = [self.pid]
-        while todo:
-            for child in children(todo.pop()):
-                if child not in found and start_time(child) is not None:
-                    found.add(child)
-                    todo.append(child)
+        found = {child for child in descendants(self.pid) if start_time(child) is not None}
         for child in found:
             self.seen.setdefault(child, start_time(child) or "")
         return found
