@@ -243,6 +243,16 @@ def _cpu_seconds(pid: int, *, children: bool = False) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_parts(server: int, database: DatabaseCpu) -> list[float]:
+    """CPU seconds so far of the server process itself, of its children it has reaped
+    (the upload reader, which ends with its upload), and of the database's backends."""
+    return [
+        _cpu_seconds(server),
+        _cpu_seconds(server, children=True) - _cpu_seconds(server),
+        database.seconds(),
+    ]
+
+
 class DatabaseCpu:
     """CPU time of the PostgreSQL backends serving one database (none on SQLite): on a
     shared machine, CPU seconds compare runs that wall time cannot."""
@@ -442,9 +452,13 @@ def main() -> None:
                     ("first upload",) if args.first_upload_only else ("first upload", "re-upload")
                 )
                 for label in labels:
-                    cpu = _cpu_seconds(server.pid, children=True) + database_cpu.seconds()
+                    parts = _cpu_parts(server.pid, database_cpu)
                     status, up, total = upload(base, token, path, memory)
-                    cpu = _cpu_seconds(server.pid, children=True) + database_cpu.seconds() - cpu
+                    parts = [
+                        b - a
+                        for a, b in zip(parts, _cpu_parts(server.pid, database_cpu), strict=True)
+                    ]
+                    cpu = sum(parts)
                     results.append((label, status, up, total, cpu / args.records))
                     print(
                         f"{label:>12}: {status['status']} in {total:6.1f} s (upload {up:4.1f} s) = "
@@ -452,7 +466,11 @@ def main() -> None:
                         f"{args.records / (total - up):8,.0f} records/s ingestion; "
                         f"created {status['created']:,} updated {status['updated']:,} "
                         f"unchanged {status['unchanged']:,} rejected {status['rejected']:,}; "
-                        f"CPU {1e6 * results[-1][4]:,.1f} µs/record (server, reader, database)"
+                        f"CPU {1e6 * results[-1][4]:,.1f} µs/record: server "
+                        + ", reader ".join(
+                            f"{1e6 * part / args.records:,.1f}" for part in parts[:2]
+                        )
+                        + f", database {1e6 * parts[2] / args.records:,.1f}"
                     )
                 high_water = memory.server_high_water_mib()
             finally:

@@ -13,8 +13,11 @@ Duplicates collapse within a batch (see merge.py); across batches they are
 matched against what earlier batches stored, so they never duplicate a
 customer. An invalid file (not a JSON array, truncated, a non-object element)
 ends `failed` with a reason and applies nothing (CONTRACT.md §6): a first pass
-checks the whole stored file before the first batch (reader.check_file),
-renewing the lease as it goes.
+checks the whole stored file (reader.check_file). On SQLite, and when an upload is
+resumed, it runs before the first batch, renewing the lease as it goes. On
+PostgreSQL a first reading of a large file checks it beside the reading
+(reader_process.py), and the batches applied meanwhile wait in one transaction that
+commits only once the file has passed (batch_commit.apply_until_checked).
 """
 
 from __future__ import annotations
@@ -23,24 +26,30 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Protocol
+from functools import partial
+from typing import Any
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
-from partnerlink.customers.batch_apply import apply_records
-from partnerlink.customers.batch_queries import ConcurrentInsert
+from partnerlink.customers.batch_commit import (
+    ClaimedUpload,
+    HeldBatchCollided,
+    LeaseLost,
+    Reclassify,
+    apply_until_checked,
+    commit_batch,
+    renew_lease,
+)
 from partnerlink.customers.models import Upload
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
-from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES, read_batches_elsewhere
+from partnerlink.customers.reader_process import (
+    SUBPROCESS_MIN_BYTES,
+    read_batches_elsewhere,
+)
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.upload_emails import EmailsWritten
-from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
-from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
 from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import upload_finished
@@ -50,44 +59,8 @@ log = logging.getLogger("partnerlink.customers")
 # Measured: 5,000 records a batch keeps each SQLite write transaction near 50 ms
 # (requests sharing the connection barely notice) while amortizing the round trips.
 BATCH_SIZE = 5000
-# A batch that collides with a concurrent writer (an order creating the same
-# customer) is rolled back and planned again against the new state.
-BATCH_RETRIES = 5
 # An upload whose ingestion keeps dying (the process is killed every time) ends failed.
 MAX_ATTEMPTS = 5
-
-
-class Reclassify(Protocol):
-    """Classifies again the orders of customers whose email or phone an upload changed
-    (orders/conversion.reclassify_customers), in the batch's transaction: ad touches may
-    match them anew. Passed in by the worker, since orders import customers, not the
-    other way round."""
-
-    def __call__(
-        self, sql: Sql, *, profile_id: str, customer_ids: set[int], window_days: int
-    ) -> int: ...
-
-
-class LeaseLost(Exception):
-    """Another worker took the upload over (our lease ran out)."""
-
-
-@dataclass
-class ClaimedUpload:
-    id: str
-    attempt: int
-    lease_until: datetime  # the lease held, renewed as batches commit
-    store_id: str
-    profile_id: str
-    storage_key: str
-    size_bytes: int
-    records_committed: int
-    errors: list[dict[str, Any]]
-    default_region: str | None
-    connection_revoked: bool = False  # the partner lost the store since the PUT
-    # Nothing applied yet, into a profile without customers (a merchant's first list):
-    # its batches may skip most email look-ups (upload_emails.py).
-    first_list: bool = False
 
 
 def claim_upload(sessions: sessionmaker[Session], settings: Settings) -> ClaimedUpload | None:
@@ -158,15 +131,29 @@ def _ingest(
         "batch_size": BATCH_SIZE,
         "keep_alive": _lease_keeper(sessions, settings, upload),
     }
+    # PostgreSQL only: SQLite's one write transaction, held while the check runs, would
+    # keep every request from writing.
+    check_beside = upload.records_committed == 0 and _on_postgresql(sessions)
     try:
         with _batch_sessions(sessions) as batch_sessions:
             if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
-                batches = read_batches_elsewhere(storage, upload.storage_key, **options)
-                with closing(batches):
-                    for batch in batches:
-                        commit_batch(
-                            batch_sessions, settings, upload, batch, reclassify, emails_written
-                        )
+                read_elsewhere = partial(
+                    _ingest_elsewhere,
+                    batch_sessions,
+                    settings,
+                    storage,
+                    upload,
+                    reclassify,
+                    options,
+                )
+                try:
+                    read_elsewhere(emails_written=emails_written, check_beside=check_beside)
+                except HeldBatchCollided:
+                    # Rare (another writer took a key of the first batches): nothing of
+                    # the held batches stayed; read again the way a resumed upload does.
+                    log.info("upload %s: read again with the check first", upload.id)
+                    restart = EmailsWritten() if upload.first_list else None
+                    read_elsewhere(emails_written=restart, check_beside=False)
             else:
                 with storage.open(upload.storage_key) as stream:
                     for batch in read_checked_batches(stream, **options):
@@ -179,6 +166,34 @@ def _ingest(
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
+
+
+def _on_postgresql(sessions: sessionmaker[Session]) -> bool:
+    return bool(sessions.kw["bind"].dialect.name == "postgresql")
+
+
+def _ingest_elsewhere(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    storage: UploadStorage,
+    upload: ClaimedUpload,
+    reclassify: Reclassify,
+    options: dict[str, Any],
+    *,
+    emails_written: EmailsWritten | None,
+    check_beside: bool,
+) -> None:
+    """The batches read by a child process (reader_process.py) applied one by one; with
+    `check_beside`, the first ones held in one transaction until the file has passed."""
+    batches = read_batches_elsewhere(
+        storage, upload.storage_key, check_beside=check_beside, **options
+    )
+    with closing(batches):
+        if check_beside:
+            apply_until_checked(sessions, settings, upload, batches, reclassify, emails_written)
+        for batch in batches:
+            assert isinstance(batch, ParsedBatch), "FILE_CHECKED comes once"
+            commit_batch(sessions, settings, upload, batch, reclassify, emails_written)
 
 
 @contextmanager
@@ -197,20 +212,6 @@ def _batch_sessions(sessions: sessionmaker[Session]) -> Iterator[sessionmaker[Se
         yield sessionmaker(bind=connection, expire_on_commit=False, autoflush=True)
 
 
-def _renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> datetime:
-    """Extends the lease in the session's transaction; LeaseLost if another worker took over.
-    Answers the new lease, which the caller holds once the transaction has committed."""
-    renewed = queries.renew_lease(
-        session,
-        upload_id=upload.id,
-        lease_until=upload.lease_until,
-        lease_seconds=settings.upload_lease_seconds,
-    )
-    if renewed is None:
-        raise LeaseLost
-    return renewed
-
-
 def _lease_keeper(
     sessions: sessionmaker[Session], settings: Settings, upload: ClaimedUpload
 ) -> Callable[[], None]:
@@ -225,98 +226,11 @@ def _lease_keeper(
         if time.monotonic() - renewed < every:
             return
         with sessions() as session, session.begin():
-            lease_until = _renew_lease(session, settings, upload)
+            lease_until = renew_lease(session, settings, upload)
         upload.lease_until = lease_until
         renewed = time.monotonic()
 
     return keep_alive
-
-
-def commit_batch(
-    sessions: sessionmaker[Session],
-    settings: Settings,
-    upload: ClaimedUpload,
-    batch: ParsedBatch,
-    reclassify: Reclassify,
-    emails_written: EmailsWritten | None = None,
-) -> None:
-    """Applies one batch and its progress in one transaction, retrying on write conflicts.
-
-    A first attempt narrowed by `emails_written` that collides is retried with every
-    look-up; a collision after that, with new customers created one by one (`careful`).
-    """
-    new_errors = _errors_with(upload.errors, batch.rejections)
-    careful = False
-    narrowed = emails_written
-    for attempt in range(1, BATCH_RETRIES + 1):
-        try:
-            with sessions() as session, session.begin():
-                lease_until = _renew_lease(session, settings, upload)
-                rekeyed: set[int] = set()
-                counts = apply_records(
-                    session,
-                    profile_id=upload.profile_id,
-                    batch=batch,
-                    careful=careful,
-                    rekeyed=rekeyed,
-                    emails_written=narrowed,
-                )
-                if rekeyed:
-                    reclassify(
-                        Sql.of_session(session),
-                        profile_id=upload.profile_id,
-                        customer_ids=rekeyed,
-                        window_days=settings.attribution_window_days,
-                    )
-                queries.record_progress(
-                    session,
-                    upload_id=upload.id,
-                    next_index=batch.next_index,
-                    created=counts[0],
-                    updated=counts[1],
-                    unchanged=counts[2],
-                    rejected=len(batch.rejections),
-                    errors=new_errors if new_errors is not upload.errors else None,
-                )
-        except ConcurrentInsert:
-            # Next time: every look-up; if they were all made, new customers one by one.
-            careful, narrowed = narrowed is None, None
-            continue
-        except DBAPIError as error:
-            # A unique-key collision with a concurrent writer, or a PostgreSQL deadlock:
-            # planned again, the batch sees the other writer's rows.
-            if attempt == BATCH_RETRIES or not _is_write_conflict(error):
-                raise
-            narrowed = None
-            log.info(
-                "upload %s: batch at %d retried after a write conflict",
-                upload.id,
-                batch.first_index,
-            )
-            continue
-        upload.lease_until = lease_until  # committed: the renewed lease is the one held
-        upload.errors = new_errors
-        upload.records_committed = batch.next_index
-        return
-    raise RuntimeError(f"batch at {batch.first_index} did not settle after {BATCH_RETRIES} tries")
-
-
-def _errors_with(
-    errors: list[dict[str, Any]], rejections: list[tuple[int, str]]
-) -> list[dict[str, Any]]:
-    """The first MAX_REPORTED_ERRORS rejections (the same list object when nothing is added)."""
-    room = MAX_REPORTED_ERRORS - len(errors)
-    if room <= 0 or not rejections:
-        return errors
-    return errors + [{"index": index, "reason": reason} for index, reason in rejections[:room]]
-
-
-def _is_write_conflict(error: DBAPIError) -> bool:
-    """A unique violation or a PostgreSQL deadlock / serialization failure."""
-    if isinstance(error, IntegrityError):
-        return True
-    code = getattr(error.orig, "sqlstate", None)
-    return code in {"40P01", "40001"}  # deadlock detected, serialization failure
 
 
 def _finish(
