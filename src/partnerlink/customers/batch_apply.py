@@ -7,10 +7,9 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from partnerlink.customers import batch_queries
-from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.merge import EMAIL, PHONE, StoredRow, plan_batch
 from partnerlink.customers.reader import ParsedBatch
 from partnerlink.customers.service import CustomerFields, upsert_customer
-from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 
@@ -22,20 +21,20 @@ def apply_records(
     batch: ParsedBatch,
     careful: bool = False,
     rekeyed: set[int] | None = None,
-    emails_written: EmailsWritten | None = None,
+    narrow_emails: bool = False,
 ) -> tuple[int, int, int]:
     """Matches and merges the batch's valid records; returns (created, updated, unchanged).
 
     `careful` creates new customers one by one (after a concurrent writer
     created some of them first): each then merges into the winner's row.
     `rekeyed`, when given, receives the ids of stored customers whose email or
-    phone changed. `emails_written`, given for a first upload into an empty
-    profile, narrows the email look-up to what the upload may have written
+    phone changed. `narrow_emails`, for a first upload into an empty profile, looks up
+    only the batch's `maybe_written` emails, those the upload may have written
     (upload_emails.py: a customer it missed makes the batch's write collide).
     """
     if not batch.records:
         return 0, 0, 0
-    candidates = _match_candidates(session, profile_id, batch.records, emails_written)
+    candidates = _match_candidates(session, profile_id, batch, narrow_emails)
     plan = plan_batch(batch.records, candidates)
     if rekeyed is not None:
         rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
@@ -68,8 +67,8 @@ def apply_records(
 def _match_candidates(
     session: Session,
     profile_id: str,
-    records: list[NormalizedRecord],
-    emails_written: EmailsWritten | None,
+    batch: ParsedBatch,
+    narrow_emails: bool,
 ) -> list[StoredRow]:
     """Every stored customer the batch could match, in one or two queries.
 
@@ -77,11 +76,11 @@ def _match_candidates(
     up only for the others (without email, or with a new one): a re-sent list
     costs one query a batch.
     """
-    emails = {email for record in records if (email := record[EMAIL]) is not None}
-    if emails_written is not None:
-        batch_emails = emails
-        emails = emails_written.maybe_written(batch_emails)
-        emails_written.add(batch_emails)  # a "maybe" too many if the batch is retried: harmless
+    records = batch.records
+    if narrow_emails and batch.maybe_written is not None:
+        emails = batch.maybe_written
+    else:
+        emails = {email for record in records if (email := record[EMAIL]) is not None}
     stored = {
         row[0]: row
         for row in batch_queries.load_customers(

@@ -20,7 +20,6 @@ from partnerlink.customers.batch_apply import apply_records
 from partnerlink.customers.batch_queries import ConcurrentInsert
 from partnerlink.customers.reader import ParsedBatch
 from partnerlink.customers.reader_process import FileChecked
-from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings
@@ -85,16 +84,16 @@ def commit_batch(
     upload: ClaimedUpload,
     batch: ParsedBatch,
     reclassify: Reclassify,
-    emails_written: EmailsWritten | None = None,
+    narrow_emails: bool = False,
 ) -> None:
     """Applies one batch and its progress in one transaction, retrying on write conflicts.
 
-    A first attempt narrowed by `emails_written` that collides is retried with every
+    A first attempt narrowed to the batch's `maybe_written` emails that collides is retried with every
     look-up; a collision after that, with new customers created one by one (`careful`).
     """
     new_errors = _errors_with(upload.errors, batch.rejections)
     careful = False
-    narrowed = emails_written
+    narrowed = narrow_emails
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
             with sessions() as session, session.begin():
@@ -105,19 +104,19 @@ def commit_batch(
                     batch,
                     reclassify,
                     careful=careful,
-                    emails_written=narrowed,
+                    narrow_emails=narrowed,
                     errors=new_errors,
                 )
         except ConcurrentInsert:
             # Next time: every look-up; if they were all made, new customers one by one.
-            careful, narrowed = narrowed is None, None
+            careful, narrowed = not narrowed, False
             continue
         except DBAPIError as error:
             # A unique-key collision with a concurrent writer, or a PostgreSQL deadlock:
             # planned again, the batch sees the other writer's rows.
             if attempt == BATCH_RETRIES or not _is_write_conflict(error):
                 raise
-            narrowed = None
+            narrowed = False
             log.info(
                 "upload %s: batch at %d retried after a write conflict",
                 upload.id,
@@ -139,7 +138,7 @@ def _apply_batch(
     reclassify: Reclassify,
     *,
     careful: bool,
-    emails_written: EmailsWritten | None,
+    narrow_emails: bool,
     errors: list[dict[str, Any]],
 ) -> datetime:
     """One batch and the upload's progress, in the caller's transaction: answers the
@@ -152,7 +151,7 @@ def _apply_batch(
         batch=batch,
         careful=careful,
         rekeyed=rekeyed,
-        emails_written=emails_written,
+        narrow_emails=narrow_emails,
     )
     if rekeyed:
         reclassify(
@@ -203,7 +202,7 @@ def apply_until_checked(
     upload: ClaimedUpload,
     batches: Iterator[ParsedBatch | FileChecked],
     reclassify: Reclassify,
-    emails_written: EmailsWritten | None,
+    narrow_emails: bool,
 ) -> None:
     """Applies the batches that come before FILE_CHECKED in one transaction, committed
     once the file has passed its check (CONTRACT.md §6: an invalid file applies nothing;
@@ -229,7 +228,7 @@ def apply_until_checked(
                         batch,
                         reclassify,
                         careful=False,
-                        emails_written=emails_written,
+                        narrow_emails=narrow_emails,
                         errors=new_errors,
                     )
                 except ConcurrentInsert as collision:

@@ -49,7 +49,6 @@ from partnerlink.customers.reader_process import (
 )
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
-from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.settings import Settings
 from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import upload_finished
@@ -124,12 +123,13 @@ def _ingest(
     reclassify: Reclassify,
 ) -> None:
     # A resumed upload looks everything up: its earlier batches' emails were not kept.
-    emails_written = EmailsWritten() if upload.first_list else None
+    narrow_emails = upload.first_list
     options: dict[str, Any] = {
         "default_region": upload.default_region,
         "skip": upload.records_committed,
         "batch_size": BATCH_SIZE,
         "keep_alive": _lease_keeper(sessions, settings, upload),
+        "narrow_emails": narrow_emails,
     }
     # PostgreSQL only: SQLite's one write transaction, held while the check runs, would
     # keep every request from writing.
@@ -147,18 +147,17 @@ def _ingest(
                     options,
                 )
                 try:
-                    read_elsewhere(emails_written=emails_written, check_beside=check_beside)
+                    read_elsewhere(check_beside=check_beside)
                 except HeldBatchCollided:
                     # Rare (another writer took a key of the first batches): nothing of
-                    # the held batches stayed; read again the way a resumed upload does.
+                    # the held batches stayed; read again with the check first.
                     log.info("upload %s: read again with the check first", upload.id)
-                    restart = EmailsWritten() if upload.first_list else None
-                    read_elsewhere(emails_written=restart, check_beside=False)
+                    read_elsewhere(check_beside=False)
             else:
                 with storage.open(upload.storage_key) as stream:
                     for batch in read_checked_batches(stream, **options):
                         commit_batch(
-                            batch_sessions, settings, upload, batch, reclassify, emails_written
+                            batch_sessions, settings, upload, batch, reclassify, narrow_emails
                         )
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
@@ -180,7 +179,6 @@ def _ingest_elsewhere(
     reclassify: Reclassify,
     options: dict[str, Any],
     *,
-    emails_written: EmailsWritten | None,
     check_beside: bool,
 ) -> None:
     """The batches read by a child process (reader_process.py) applied one by one; with
@@ -189,11 +187,12 @@ def _ingest_elsewhere(
         storage, upload.storage_key, check_beside=check_beside, **options
     )
     with closing(batches):
+        narrow_emails = options["narrow_emails"]
         if check_beside:
-            apply_until_checked(sessions, settings, upload, batches, reclassify, emails_written)
+            apply_until_checked(sessions, settings, upload, batches, reclassify, narrow_emails)
         for batch in batches:
             assert isinstance(batch, ParsedBatch), "FILE_CHECKED comes once"
-            commit_batch(sessions, settings, upload, batch, reclassify, emails_written)
+            commit_batch(sessions, settings, upload, batch, reclassify, narrow_emails)
 
 
 @contextmanager

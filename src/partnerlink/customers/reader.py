@@ -16,7 +16,7 @@ from itertools import islice
 from typing import Any, BinaryIO
 
 from partnerlink.customers.json_stream import UploadFileInvalid, elements
-from partnerlink.customers.merge import NormalizedRecord
+from partnerlink.customers.merge import EMAIL, NormalizedRecord
 from partnerlink.customers.normalize import (
     FIELD_LIMITS,
     MAX_POSTAL_CODE_LENGTH,
@@ -28,6 +28,7 @@ from partnerlink.customers.normalize import (
     normalize_text,
     record_refusals,
 )
+from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.kit.countries import country_codes
 
 __all__ = [
@@ -48,6 +49,10 @@ class ParsedBatch:
     next_index: int
     records: list[NormalizedRecord] = field(default_factory=list)
     rejections: list[tuple[int, str]] = field(default_factory=list)
+    # With `narrow_emails`: the batch's emails that an earlier batch of the same reading
+    # may have written (upload_emails.py), the only ones a first upload looks up.
+    # None: every email is looked up.
+    maybe_written: set[str] | None = None
 
 
 # The fast path below relies on text fields' limits being within their columns' (so
@@ -163,6 +168,7 @@ def read_checked_batches(
     skip: int,
     batch_size: int,
     keep_alive: Callable[[], None],
+    narrow_emails: bool = False,
 ) -> Iterator[ParsedBatch]:
     """read_batches after check_file: an invalid file raises before its first batch.
 
@@ -178,6 +184,7 @@ def read_checked_batches(
         skip=skip,
         batch_size=batch_size,
         keep_alive=keep_alive,
+        narrow_emails=narrow_emails,
     )
 
 
@@ -188,12 +195,17 @@ def read_batches(
     skip: int,
     batch_size: int,
     keep_alive: Callable[[], None] | None = None,
+    narrow_emails: bool = False,
 ) -> Iterator[ParsedBatch]:
     """Yields the file's records in batches, starting after the first `skip` elements.
 
     Does not check the file first (see read_checked_batches): a fault raises
-    UploadFileInvalid when the reading reaches it.
+    UploadFileInvalid when the reading reaches it. `narrow_emails` (a first upload into
+    an empty profile) gives each batch its `maybe_written` emails; computed here, in the
+    reader process for a large file, rather than in the worker that waits on the
+    database batch by batch.
     """
+    written = EmailsWritten() if narrow_emails else None
     items = elements(stream, keep_alive)
     index = skip
     # Already-applied elements are parsed again (the parse cannot seek), but not normalized.
@@ -211,4 +223,8 @@ def read_batches(
         batch.next_index = index
         if batch.next_index == batch.first_index:
             return
+        if written is not None:
+            emails = {email for record in batch.records if (email := record[EMAIL]) is not None}
+            batch.maybe_written = written.maybe_written(emails)
+            written.add(emails)  # a "maybe" too many if the batch is retried: harmless
         yield batch

@@ -65,6 +65,7 @@ def read_batches_elsewhere(
     batch_size: int,
     keep_alive: Callable[[], None],
     check_beside: bool = False,
+    narrow_emails: bool = False,
 ) -> Generator[ParsedBatch | FileChecked, None, None]:
     """Like reader.read_checked_batches (same batches, same errors, `keep_alive` called
     while the child reads the file), computed by a child process.
@@ -78,7 +79,7 @@ def read_batches_elsewhere(
         raise ValueError("the check runs beside the reading only from the file's start")
     storage.open(key).close()  # a missing file raises FileNotFoundError here, not in the child
     mode = "check_beside" if check_beside else "check_first"
-    child = _Child.start((mode, storage, key, default_region, skip, batch_size))
+    child = _Child.start((mode, storage, key, default_region, skip, batch_size, narrow_emails))
     checked = not check_beside
     try:
         while True:
@@ -173,7 +174,7 @@ class _CheckThread:
 
 
 def _produce(job: Any, sender: Connection) -> None:
-    mode, storage, key, default_region, skip, batch_size = job
+    mode, storage, key, default_region, skip, batch_size, narrow_emails = job
     try:
         with storage.open(key) as stream, contextlib.ExitStack() as stack:
             options: dict[str, Any] = {
@@ -181,6 +182,7 @@ def _produce(job: Any, sender: Connection) -> None:
                 "skip": skip,
                 "batch_size": batch_size,
                 "keep_alive": lambda: sender.send(("alive", None)),
+                "narrow_emails": narrow_emails,
             }
             if mode == "check_first":
                 for batch in read_checked_batches(stream, **options):
