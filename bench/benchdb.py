@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from partnerlink.settings import Settings
 
@@ -99,3 +100,22 @@ def app_with_store(url: str | None, prefix: str) -> Iterator[tuple[Any, Any, str
             yield app, settings, token
         finally:
             drop()
+
+
+def checkpoint(database_url: str) -> None:
+    """PostgreSQL: writes out every dirty page now (superuser; else nothing), so that a
+    measured run does not inherit the previous run's checkpoint, with the full-page
+    images every page's first change after it adds to the WAL: two runs that write a
+    million rows each start from the same state (bench/README.md, fifteenth session)."""
+    if not database_url.startswith("postgres"):
+        return
+    engine = create_engine(
+        Settings(database_url=database_url).database_url, isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("CHECKPOINT"))
+    except DBAPIError:
+        pass  # not a superuser: the runs stay comparable, only noisier
+    finally:
+        engine.dispose()

@@ -37,7 +37,7 @@ import httpx
 from sqlalchemy import Table, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
-from benchdb import fresh_database  # bench/benchdb.py
+from benchdb import checkpoint, fresh_database  # bench/benchdb.py
 from partnerlink.customers.batch_queries import insert_customers
 from partnerlink.customers.ingest import BATCH_SIZE
 from partnerlink.customers.matching import MERGED_COLUMNS
@@ -349,6 +349,7 @@ def ceiling(
         session.commit()
         profile_ids = [p.id for p in profiles]
     now = utcnow()
+    checkpoint(database_url)
     database_cpu = DatabaseCpu(database_url)
     cpu = time.process_time() + database_cpu.seconds()
     started = time.perf_counter()
@@ -452,6 +453,7 @@ def main() -> None:
                     ("first upload",) if args.first_upload_only else ("first upload", "re-upload")
                 )
                 for label in labels:
+                    checkpoint(database_url)
                     parts = _cpu_parts(server.pid, database_cpu)
                     status, up, total = upload(base, token, path, memory)
                     parts = [

@@ -35,7 +35,7 @@ def apply_records(
     if not batch.records:
         return 0, 0, 0
     candidates = _match_candidates(session, profile_id, batch, narrow_emails)
-    plan = plan_batch(batch.records, candidates)
+    plan = plan_batch(batch.records, candidates, batch.singles, batch.copy_lines)
     if rekeyed is not None:
         rekeyed.update(e.id for e in plan.updates if e.rekeyed and e.id is not None)
     now = utcnow()
@@ -46,9 +46,9 @@ def apply_records(
         now=now,
     )
     if not careful:
-        batch_queries.insert_customers(
-            session, profile_id=profile_id, values=[e.values for e in plan.inserts], now=now
-        )
+        # A row the reader rendered goes as its COPY text (PostgreSQL only renders them).
+        rows = [e.values if e.copy_line is None else e.copy_line for e in plan.inserts]
+        batch_queries.insert_customers(session, profile_id=profile_id, values=rows, now=now)
         return plan.created, plan.updated, plan.unchanged
     created, updated, unchanged = 0, plan.updated, plan.unchanged
     for entity in plan.inserts:

@@ -130,6 +130,7 @@ def _ingest(
         "batch_size": BATCH_SIZE,
         "keep_alive": _lease_keeper(sessions, settings, upload),
         "narrow_emails": narrow_emails,
+        "copy_lines": _on_postgresql(sessions),  # COPY is PostgreSQL's
     }
     # PostgreSQL only: SQLite's one write transaction, held while the check runs, would
     # keep every request from writing.

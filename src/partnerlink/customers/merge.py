@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from partnerlink.customers.matching import LookUp, find_match
 
@@ -44,8 +45,10 @@ class Entity:
 
     id: int | None
     seq: int
-    values: list[str | None]
+    values: Sequence[str | None]  # a list while the batch may still change it
     initial: tuple[str | None, ...] | None  # None: created by this batch
+    # A new customer's row in COPY's text format, rendered by the reader (see plan_batch).
+    copy_line: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -149,8 +152,20 @@ class _Workspace:
             del self.phone_only[phone]
 
 
-def plan_batch(records: Sequence[NormalizedRecord], stored: Iterable[StoredRow]) -> BatchPlan:
-    """Plans a batch of valid records (each with an email or a phone) against stored rows."""
+def plan_batch(
+    records: Sequence[NormalizedRecord],
+    stored: Iterable[StoredRow],
+    singles: Sequence[bool] | None = None,
+    copy_lines: Sequence[str | None] | None = None,
+) -> BatchPlan:
+    """Plans a batch of valid records (each with an email or a phone) against stored rows.
+
+    `singles` (from the reader) marks the records whose email and phone no other record
+    of the batch holds. One that matches no stored customer either is created as it is
+    and never looked up again in this batch: it is not indexed (the most common record
+    of a first upload; measured, the indexing was most of the planning), and its row in
+    COPY's text format comes from `copy_lines` when the reader rendered it.
+    """
     workspace = _Workspace(stored)
     match, create, apply = workspace.match, workspace.create, workspace.apply
     touched: dict[Entity, None] = {}
@@ -161,13 +176,18 @@ def plan_batch(records: Sequence[NormalizedRecord], stored: Iterable[StoredRow])
         workspace.phone_only,
         workspace.with_email_by_phone,
     )
-    for record in records:
+    alone = singles if singles is not None else repeat(False)
+    lines = copy_lines if copy_lines is not None else repeat(None)
+    for record, single, line in zip(records, alone, lines, strict=False):
         email, phone = record[EMAIL], record[PHONE]
         if (email is None or email not in by_email) and (
             phone is None or (phone not in phone_only and phone not in with_email_by_phone)
         ):
             # No index holds the record's email or phone: whatever the rule looks up misses.
-            touched[create(record)] = None
+            if single:  # and no later record of the batch looks it up
+                touched[Entity(None, _NEW_SEQUENCE_START, record, None, line)] = None
+            else:
+                touched[create(record)] = None
             continue
         entity = match(record)
         if entity is None:

@@ -10,13 +10,15 @@ batch is read.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, BinaryIO
 
 from partnerlink.customers.json_stream import UploadFileInvalid, elements
-from partnerlink.customers.merge import EMAIL, NormalizedRecord
+from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord
 from partnerlink.customers.normalize import (
     FIELD_LIMITS,
     MAX_POSTAL_CODE_LENGTH,
@@ -53,6 +55,12 @@ class ParsedBatch:
     # may have written (upload_emails.py), the only ones a first upload looks up.
     # None: every email is looked up.
     maybe_written: set[str] | None = None
+    # For each record: whether no other record of the batch holds its email or its phone
+    # (merge.plan_batch creates such a record without indexing it), and with
+    # `copy_lines` its row in COPY's text format (None: planned and formatted by the
+    # worker). Computed here, where the CPU is spare, rather than in the worker.
+    singles: list[bool] | None = None
+    copy_lines: list[str | None] | None = None
 
 
 # The fast path below relies on text fields' limits being within their columns' (so
@@ -169,6 +177,7 @@ def read_checked_batches(
     batch_size: int,
     keep_alive: Callable[[], None],
     narrow_emails: bool = False,
+    copy_lines: bool = False,
 ) -> Iterator[ParsedBatch]:
     """read_batches after check_file: an invalid file raises before its first batch.
 
@@ -185,6 +194,7 @@ def read_checked_batches(
         batch_size=batch_size,
         keep_alive=keep_alive,
         narrow_emails=narrow_emails,
+        copy_lines=copy_lines,
     )
 
 
@@ -196,6 +206,7 @@ def read_batches(
     batch_size: int,
     keep_alive: Callable[[], None] | None = None,
     narrow_emails: bool = False,
+    copy_lines: bool = False,
 ) -> Iterator[ParsedBatch]:
     """Yields the file's records in batches, starting after the first `skip` elements.
 
@@ -227,4 +238,32 @@ def read_batches(
             emails = {email for record in batch.records if (email := record[EMAIL]) is not None}
             batch.maybe_written = written.maybe_written(emails)
             written.add(emails)  # a "maybe" too many if the batch is retried: harmless
+        batch.singles = _singles(batch.records)
+        if copy_lines:
+            batch.copy_lines = _copy_lines(batch.records, batch.singles)
         yield batch
+
+
+def _singles(records: list[NormalizedRecord]) -> list[bool]:
+    emails = Counter(record[EMAIL] for record in records)
+    phones = Counter(record[PHONE] for record in records)
+    emails[None] = phones[None] = 1  # a missing key is shared with nobody
+    return [emails[record[EMAIL]] == 1 and phones[record[PHONE]] == 1 for record in records]
+
+
+# What COPY's text format would need escaped: batch_queries._copy_text.
+_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
+
+
+def _copy_lines(records: list[NormalizedRecord], singles: list[bool]) -> list[str | None]:
+    """The single records' values in COPY's text format (tab-separated, NULL as "\\N", in
+    the order of merge.NormalizedRecord); None for the others, and for a record with a
+    value COPY would need escaped (then batch_queries formats its row)."""
+    lines: list[str | None] = []
+    for record, single in zip(records, singles, strict=True):
+        given = [value for value in record if value is not None]
+        if single and _COPY_SPECIAL.search(" ".join(given)) is None:
+            lines.append("\t".join(["\\N" if value is None else value for value in record]))
+        else:
+            lines.append(None)
+    return lines
