@@ -40,7 +40,7 @@ from partnerlink.customers.reader import (
 )
 from partnerlink.customers.storage import UploadStorage
 
-PIPE_BYTES = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
+PIPE_BYTES = 1048576  # Linux's default /proc/sys/fs/pipe-max-size
 # Below this size the child's start (~0.3 s of imports) costs more than it saves.
 SUBPROCESS_MIN_BYTES = 4 * 1024 * 1024
 
