@@ -4,6 +4,8 @@ written (updates by id, then new customers at once: COPY on PostgreSQL)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.orm import Session
 
 from partnerlink.customers import batch_queries
@@ -22,6 +24,7 @@ def apply_records(
     careful: bool = False,
     rekeyed: set[int] | None = None,
     narrow_emails: bool = False,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[int, int, int]:
     """Matches and merges the batch's valid records; returns (created, updated, unchanged).
 
@@ -48,7 +51,9 @@ def apply_records(
     if not careful:
         # A row the reader rendered goes as its COPY text (PostgreSQL only renders them).
         rows = [e.values if e.copy_line is None else e.copy_line for e in plan.inserts]
-        batch_queries.insert_customers(session, profile_id=profile_id, values=rows, now=now)
+        batch_queries.insert_customers(
+            session, profile_id=profile_id, values=rows, now=now, meanwhile=meanwhile
+        )
         return plan.created, plan.updated, plan.unchanged
     created, updated, unchanged = 0, plan.updated, plan.unchanged
     for entity in plan.inserts:

@@ -7,7 +7,8 @@ file has passed its check (apply_until_checked)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -62,6 +63,9 @@ class ClaimedUpload:
     # Nothing applied yet, into a profile without customers (a merchant's first list):
     # its batches may skip most email look-ups (upload_emails.py).
     first_list: bool = False
+    # A batch's transaction is open (it holds the upload's row): the lease is renewed
+    # by the batch, not by ingest's keep-alive, which would wait for that row forever.
+    batch_open: bool = False
 
 
 def renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> datetime:
@@ -85,18 +89,20 @@ def commit_batch(
     batch: ParsedBatch,
     reclassify: Reclassify,
     narrow_emails: bool = False,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Applies one batch and its progress in one transaction, retrying on write conflicts.
 
-    A first attempt narrowed to the batch's `maybe_written` emails that collides is retried with every
-    look-up; a collision after that, with new customers created one by one (`careful`).
+    A first attempt narrowed to the batch's `maybe_written` emails that collides is
+    retried with every look-up; a collision after that, with new customers created one
+    by one (`careful`). `meanwhile`: batch_queries.insert_customers.
     """
     new_errors = _errors_with(upload.errors, batch.rejections)
     careful = False
     narrowed = narrow_emails
     for attempt in range(1, BATCH_RETRIES + 1):
         try:
-            with sessions() as session, session.begin():
+            with sessions() as session, session.begin(), _batch_open(upload):
                 lease_until = _apply_batch(
                     session,
                     settings,
@@ -106,6 +112,7 @@ def commit_batch(
                     careful=careful,
                     narrow_emails=narrowed,
                     errors=new_errors,
+                    meanwhile=meanwhile,
                 )
         except ConcurrentInsert:
             # Next time: every look-up; if they were all made, new customers one by one.
@@ -140,6 +147,7 @@ def _apply_batch(
     careful: bool,
     narrow_emails: bool,
     errors: list[dict[str, Any]],
+    meanwhile: Callable[[], None] | None = None,
 ) -> datetime:
     """One batch and the upload's progress, in the caller's transaction: answers the
     renewed lease, held once that transaction commits."""
@@ -152,6 +160,7 @@ def _apply_batch(
         careful=careful,
         rekeyed=rekeyed,
         narrow_emails=narrow_emails,
+        meanwhile=meanwhile,
     )
     if rekeyed:
         reclassify(
@@ -203,6 +212,7 @@ def apply_until_checked(
     batches: Iterator[ParsedBatch | FileChecked],
     reclassify: Reclassify,
     narrow_emails: bool,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Applies the batches that come before FILE_CHECKED in one transaction, committed
     once the file has passed its check (CONTRACT.md §6: an invalid file applies nothing;
@@ -215,7 +225,7 @@ def apply_until_checked(
     retrying inside: the caller reads the file again, checked first."""
     committed = (upload.lease_until, upload.errors, upload.records_committed)
     try:
-        with sessions() as session, session.begin():
+        with sessions() as session, session.begin(), _batch_open(upload):
             for batch in batches:
                 if isinstance(batch, FileChecked):
                     return  # commits the held batches
@@ -230,6 +240,7 @@ def apply_until_checked(
                         careful=False,
                         narrow_emails=narrow_emails,
                         errors=new_errors,
+                        meanwhile=meanwhile,
                     )
                 except ConcurrentInsert as collision:
                     raise HeldBatchCollided from collision
@@ -243,3 +254,12 @@ def apply_until_checked(
     except BaseException:
         upload.lease_until, upload.errors, upload.records_committed = committed
         raise
+
+
+@contextmanager
+def _batch_open(upload: ClaimedUpload) -> Iterator[None]:
+    upload.batch_open = True
+    try:
+        yield
+    finally:
+        upload.batch_open = False

@@ -6,7 +6,7 @@ Single records, uploads and listings: queries.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -101,6 +101,7 @@ def insert_customers(
     profile_id: str,
     values: Sequence[Sequence[str | None] | str],
     now: datetime,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Batched INSERT of new customers; raises ConcurrentInsert if any already exists.
 
@@ -108,17 +109,22 @@ def insert_customers(
     client and server together); a unique key another writer took meanwhile
     fails the COPY, and the caller's transaction with it. A row given as text is
     its values already in COPY's text format (reader._copy_lines): PostgreSQL only.
+    `meanwhile` is called while the server takes in the COPY (once the rows are sent,
+    before its end is awaited): work of the caller's that overlaps with the server's.
+    It must not raise.
     """
     if not values:
         return
     connection, mark, stamp = _bulk_writer(session, now)
     if connection.dialect.name == "postgresql":
-        _copy_customers(connection, profile_id, values, stamp)
+        _copy_customers(connection, profile_id, values, stamp, meanwhile)
         return
     if any(isinstance(row, str) for row in values):
         raise TypeError("rows in COPY's text format are for PostgreSQL")
     sql = insert_customers_sql(_in_list(mark, len(INSERT_COLUMNS)))
     result = connection.exec_driver_sql(sql, [(profile_id, *v, stamp, stamp) for v in values])
+    if meanwhile is not None:
+        meanwhile()
     if result.rowcount != len(values):
         raise ConcurrentInsert
 
@@ -165,6 +171,7 @@ def _copy_customers(
     profile_id: str,
     values: Sequence[Sequence[str | None] | str],
     stamp: object,
+    meanwhile: Callable[[], None] | None,
 ) -> None:
     """COPY on the session's psycopg connection, in its transaction. Driver errors come
     back as SQLAlchemy's, as from any statement (the caller retries deadlocks)."""
@@ -179,6 +186,8 @@ def _copy_customers(
                     if isinstance(row, str):  # holds nothing to escape: its values as given
                         row = [None if value == "\\N" else value for value in row.split("\t")]
                     copy.write_row((profile_id, *row, stamp, stamp))
+            if meanwhile is not None:
+                meanwhile()  # the rows are on their way; the server works on them
     except psycopg.errors.UniqueViolation as error:
         raise ConcurrentInsert from error
     except psycopg.Error as error:

@@ -45,6 +45,7 @@ from partnerlink.customers.models import Upload
 from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
 from partnerlink.customers.reader_process import (
     SUBPROCESS_MIN_BYTES,
+    Prefetched,
     read_batches_elsewhere,
 )
 from partnerlink.customers.storage import UploadStorage
@@ -184,16 +185,21 @@ def _ingest_elsewhere(
 ) -> None:
     """The batches read by a child process (reader_process.py) applied one by one; with
     `check_beside`, the first ones held in one transaction until the file has passed."""
-    batches = read_batches_elsewhere(
+    reading = read_batches_elsewhere(
         storage, upload.storage_key, check_beside=check_beside, **options
     )
-    with closing(batches):
+    with closing(reading):
+        batches = Prefetched(reading)
         narrow_emails = options["narrow_emails"]
         if check_beside:
-            apply_until_checked(sessions, settings, upload, batches, reclassify, narrow_emails)
+            apply_until_checked(
+                sessions, settings, upload, batches, reclassify, narrow_emails, batches.prefetch
+            )
         for batch in batches:
             assert isinstance(batch, ParsedBatch), "FILE_CHECKED comes once"
-            commit_batch(sessions, settings, upload, batch, reclassify, narrow_emails)
+            commit_batch(
+                sessions, settings, upload, batch, reclassify, narrow_emails, batches.prefetch
+            )
 
 
 @contextmanager
@@ -223,7 +229,7 @@ def _lease_keeper(
 
     def keep_alive() -> None:
         nonlocal renewed
-        if time.monotonic() - renewed < every:
+        if upload.batch_open or time.monotonic() - renewed < every:
             return
         with sessions() as session, session.begin():
             lease_until = renew_lease(session, settings, upload)

@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import Callable, Generator, Iterator
 from multiprocessing.connection import Connection
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from partnerlink.customers.reader import (
     ParsedBatch,
@@ -41,6 +41,7 @@ from partnerlink.customers.reader import (
 from partnerlink.customers.storage import UploadStorage
 
 PIPE_BYTES = 1048576  # Linux's default /proc/sys/fs/pipe-max-size
+T = TypeVar("T")
 # Below this size the child's start (~0.3 s of imports) costs more than it saves.
 SUBPROCESS_MIN_BYTES = 4 * 1024 * 1024
 
@@ -105,6 +106,39 @@ def read_batches_elsewhere(
                 raise RuntimeError(f"the upload reader process failed: {payload}")
     finally:
         child.close()
+
+
+class Prefetched(Iterator[T]):
+    """An iterator that can take its next item ahead of time: the worker receives the
+    reader's next batch (~4 ms of unpickling at 5,000 records) while the database takes
+    in a COPY (batch_queries.insert_customers' `meanwhile`), instead of after. What the
+    source raises comes out of the next next(), not out of prefetch()."""
+
+    def __init__(self, items: Iterator[T]) -> None:
+        self._items = items
+        self._ahead: list[T] = []
+        self._error: Exception | None = None
+        self._ended = False
+
+    def prefetch(self) -> None:
+        if self._ahead or self._error is not None or self._ended:
+            return
+        try:
+            self._ahead.append(next(self._items))
+        except StopIteration:
+            self._ended = True
+        except Exception as error:  # raised by the next next()
+            self._error = error
+
+    def __next__(self) -> T:
+        if self._ahead:
+            return self._ahead.pop()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        if self._ended:
+            raise StopIteration
+        return next(self._items)
 
 
 class _Child:
