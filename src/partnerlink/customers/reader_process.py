@@ -15,7 +15,7 @@ worker and the database are slower than the reading), and the check takes that
 time: the first pass (~2 s of CPU at 1,000,000 records) no longer leaves the worker
 and the database idle, and no second process adds its memory. The worker holds the
 batches it applies in one transaction until FILE_CHECKED comes
-(ingest._apply_until_checked), so that an invalid file still applies nothing.
+(batch_commit.apply_until_checked), so that an invalid file still applies nothing.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ upload) created meanwhile. The first kind is remembered here; the second needs n
 look-up to be safe: every record's email is written by its batch (created, or set on
 the customer it matches), so a customer that already holds it makes the batch collide
 with `uq_customers_email_profile`, and the batch is rolled back and planned again with
-every look-up (ingest.commit_batch). Correctness rests on that unique key; this filter
-only spares look-ups, and a wrong "maybe" costs one.
+every look-up (batch_commit.commit_batch). Correctness rests on that unique key; this
+filter only spares look-ups, and a wrong "maybe" costs one. The reader keeps one per
+reading of the file (reader.read_batches), in the reader process for a large file.
 
 A bitmap of 2**25 bits (4 MiB) indexed by the email's hash: no email written is ever
 forgotten (no false "no"); after 1,000,000 distinct emails about 3% of new ones read
