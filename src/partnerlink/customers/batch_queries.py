@@ -5,7 +5,6 @@ Single records, uploads and listings: queries.py."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -17,6 +16,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from partnerlink.customers.copy_rows import needs_escaping, row_text, row_values
 from partnerlink.customers.matching import MERGED_COLUMNS
 from partnerlink.customers.merge import StoredRow
 from partnerlink.customers.queries import INSERT_COLUMNS, MERGED_LIST, insert_customers_sql
@@ -130,9 +130,6 @@ def insert_customers(
 
 
 COPY_CUSTOMERS = f"COPY customers ({', '.join(INSERT_COLUMNS)}) FROM STDIN"
-# What COPY's text format escapes (and, for "\\N", reads as NULL): backslash, tab, newline,
-# carriage return. Normalized names and cities hardly ever hold one.
-_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
 
 
 def _copy_text(
@@ -143,26 +140,15 @@ def _copy_text(
     worker's time at 1,000,000 records; one join per row and one search a batch are
     a fraction of it. A row given as text is already formatted (and holds nothing
     to escape)."""
-    given = [
-        value for row in values if not isinstance(row, str) for value in row if value is not None
-    ]
-    if _COPY_SPECIAL.search("".join(given)) or _COPY_SPECIAL.search(profile_id):
+    given = [value for row in values if not isinstance(row, str) for value in row]
+    if needs_escaping(given) or needs_escaping([profile_id]):
         return None
     assert isinstance(stamp, datetime)
     at = stamp.isoformat()
     suffix = f"\t{at}\t{at}\n"
     prefix = profile_id + "\t"
     return "".join(
-        [
-            prefix
-            + (
-                row
-                if isinstance(row, str)
-                else "\t".join(["\\N" if value is None else value for value in row])
-            )
-            + suffix
-            for row in values
-        ]
+        [prefix + (row if isinstance(row, str) else row_text(row)) + suffix for row in values]
     )
 
 
@@ -184,7 +170,7 @@ def _copy_customers(
             else:
                 for row in values:
                     if isinstance(row, str):  # holds nothing to escape: its values as given
-                        row = [None if value == "\\N" else value for value in row.split("\t")]
+                        row = row_values(row)
                     copy.write_row((profile_id, *row, stamp, stamp))
             if meanwhile is not None:
                 meanwhile()  # the rows are on their way; the server works on them

@@ -123,19 +123,19 @@ def _ingest(
     upload: ClaimedUpload,
     reclassify: Reclassify,
 ) -> None:
-    # A resumed upload looks everything up: its earlier batches' emails were not kept.
-    narrow_emails = upload.first_list
+    on_postgresql = sessions.kw["bind"].dialect.name == "postgresql"
     options: dict[str, Any] = {
         "default_region": upload.default_region,
         "skip": upload.records_committed,
         "batch_size": BATCH_SIZE,
         "keep_alive": _lease_keeper(sessions, settings, upload),
-        "narrow_emails": narrow_emails,
-        "copy_lines": _on_postgresql(sessions),  # COPY is PostgreSQL's
+        # A resumed upload looks everything up: its earlier batches' emails were not kept.
+        "narrow_emails": upload.first_list,
+        "copy_lines": on_postgresql,  # COPY is PostgreSQL's
     }
     # PostgreSQL only: SQLite's one write transaction, held while the check runs, would
     # keep every request from writing.
-    check_beside = upload.records_committed == 0 and _on_postgresql(sessions)
+    check_beside = upload.records_committed == 0 and on_postgresql
     try:
         with _batch_sessions(sessions) as batch_sessions:
             if upload.size_bytes >= SUBPROCESS_MIN_BYTES:
@@ -159,7 +159,7 @@ def _ingest(
                 with storage.open(upload.storage_key) as stream:
                     for batch in read_checked_batches(stream, **options):
                         commit_batch(
-                            batch_sessions, settings, upload, batch, reclassify, narrow_emails
+                            batch_sessions, settings, upload, batch, reclassify, upload.first_list
                         )
     except FileNotFoundError:
         _finish(sessions, upload, "failed", "the stored file is missing")
@@ -167,10 +167,6 @@ def _ingest(
         _finish(sessions, upload, "failed", str(error))
     else:
         _finish(sessions, upload, "done", None)
-
-
-def _on_postgresql(sessions: sessionmaker[Session]) -> bool:
-    return bool(sessions.kw["bind"].dialect.name == "postgresql")
 
 
 def _ingest_elsewhere(
@@ -190,7 +186,7 @@ def _ingest_elsewhere(
     )
     with closing(reading):
         batches = Prefetched(reading)
-        narrow_emails = options["narrow_emails"]
+        narrow_emails = upload.first_list
         if check_beside:
             apply_until_checked(
                 sessions, settings, upload, batches, reclassify, narrow_emails, batches.prefetch

@@ -10,13 +10,13 @@ batch is read.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, BinaryIO
 
+from partnerlink.customers.copy_rows import needs_escaping, row_text
 from partnerlink.customers.json_stream import UploadFileInvalid, elements
 from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord
 from partnerlink.customers.normalize import (
@@ -251,19 +251,11 @@ def _singles(records: list[NormalizedRecord]) -> list[bool]:
     return [emails[record[EMAIL]] == 1 and phones[record[PHONE]] == 1 for record in records]
 
 
-# What COPY's text format would need escaped: batch_queries._copy_text.
-_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
-
-
 def _copy_lines(records: list[NormalizedRecord], singles: list[bool]) -> list[str | None]:
-    """The single records' values in COPY's text format (tab-separated, NULL as "\\N", in
-    the order of merge.NormalizedRecord); None for the others, and for a record with a
-    value COPY would need escaped (then batch_queries formats its row)."""
-    lines: list[str | None] = []
-    for record, single in zip(records, singles, strict=True):
-        given = [value for value in record if value is not None]
-        if single and _COPY_SPECIAL.search(" ".join(given)) is None:
-            lines.append("\t".join(["\\N" if value is None else value for value in record]))
-        else:
-            lines.append(None)
-    return lines
+    """The single records' rows in COPY's text format (copy_rows.row_text, in the order of
+    merge.NormalizedRecord); None for the others, and for a record with a value COPY
+    would need escaped (then batch_queries formats its row)."""
+    return [
+        row_text(record) if single and not needs_escaping(record) else None
+        for record, single in zip(records, singles, strict=True)
+    ]

@@ -152,9 +152,9 @@ class _Child:
     def start(cls, job: tuple[Any, ...]) -> _Child:
         read_end, write_end = os.pipe()
         with contextlib.suppress(OSError):  # Linux; a smaller pipe only costs waits
-            # Room for about two pickled batches (~600 KB each) instead of 64 KiB: the
-            # child runs ahead of the worker rather than stopping at every batch, and
-            # the worker no longer waits for it when the child gets less of the CPU.
+            # Room for a whole pickled batch (~740 KB at 5,000 records) instead of
+            # 64 KiB, so that the child can run a batch ahead. Measured against 64 KiB,
+            # the difference was within the noise (bench/README.md, fifteenth session).
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         try:
             process = subprocess.Popen(
