@@ -46,6 +46,7 @@ from partnerlink.orders.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api
 from partnerlink.problems import (
+    CLOSE_CONNECTION,
     DomainError,
     InternalError,
     problem_from,
@@ -238,4 +239,4 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error: %s", type(error).__name__)
-        return problem_from(InternalError())
+        return problem_from(InternalError(headers=CLOSE_CONNECTION))

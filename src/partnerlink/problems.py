@@ -89,8 +89,14 @@ class PayloadTooLarge(DomainError):
     detail = "The request body is larger than allowed."
 
 
+# On an answer to an unexpected error. Starlette raises the error again once the answer is
+# sent, and uvicorn then closes the connection: said in the answer, the client opens a new
+# one for its next request instead of sending it into a closed socket (a reset).
+CLOSE_CONNECTION = {"Connection": "close"}
+
+
 class InternalError(DomainError):
-    """Only for the handler of unexpected errors: a route never raises it."""
+    """Only for the handlers of unexpected errors: a route never raises it."""
 
     status = 500
     code = "internal_error"

@@ -23,6 +23,7 @@ from starlette.routing import Match, Mount, get_route_path
 from starlette.types import Scope
 
 from partnerlink.merchant.pages import HOME_PATH, ConsoleError, refusal_page
+from partnerlink.problems import CLOSE_CONNECTION
 
 log = logging.getLogger("partnerlink.console")
 
@@ -74,6 +75,8 @@ def _install_error_pages(console: FastAPI) -> None:
     @console.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> Response:
         log.exception("unexpected error on a console page: %s", type(error).__name__)
-        return ConsoleError(
+        page = ConsoleError(
             500, "Something went wrong", "Nothing was changed. Try again in a moment."
         ).response(request)
+        page.headers.update(CLOSE_CONNECTION)  # as the API's (problems.py says why)
+        return page

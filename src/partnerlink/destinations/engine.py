@@ -29,6 +29,7 @@ every write (records, counters, the basis, VACUUM) go to the primary.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,7 +44,7 @@ from partnerlink.destinations import members, queries
 from partnerlink.destinations.audience_sync import sync_audience
 from partnerlink.destinations.conversion_sync import sync_conversions
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
-from partnerlink.destinations.platform import PlatformError
+from partnerlink.destinations.platform import PlatformError, holds_credential
 from partnerlink.destinations.progress import Lease, LeaseLost, Report
 from partnerlink.destinations.senders import GoogleAudience, MetaAudience, sender_for
 from partnerlink.destinations.service import open_credentials
@@ -158,7 +159,7 @@ def sync_destination(
     except LeaseLost:
         return Outcome(destination_id, "lease_lost")
     except PlatformError as error:
-        return _failed(sessions, settings, destination, lease, error)
+        return _failed(sessions, settings, destination, lease, error, credentials.values())
     except Exception:
         log.exception("sync of destination %s failed; will retry", destination_id)
         _record(
@@ -216,12 +217,14 @@ def _failed(
     destination: Destination,
     lease: Lease,
     error: PlatformError,
+    credentials: Iterable[str],
 ) -> Outcome:
+    # The clients' messages hold only our words and known platform messages; should one
+    # ever hold a piece of a credential anyway, the advice alone is stored.
+    message = "" if holds_credential(error.message, credentials) else error.message
     if error.kind in ("credentials", "invalid"):
-        _record(sessions, lease, _attention(error.kind, error.message))
+        _record(sessions, lease, _attention(error.kind, message))
         return Outcome(destination.id, "needs_attention")
     # `retry`; a `rejected` the client could not split is retried alike.
-    _record(
-        sessions, lease, _retry(settings, destination, "retry", error.message, error.retry_after)
-    )
+    _record(sessions, lease, _retry(settings, destination, "retry", message, error.retry_after))
     return Outcome(destination.id, "retry")
