@@ -52,7 +52,8 @@ from partnerlink.destinations.platform import (
     chunks,
     garbage_answer,
     json_object,
-    redacted,
+    known_code,
+    platform_said,
     transport_error,
 )
 
@@ -75,6 +76,45 @@ ConsentValue = Literal["granted", "denied"]
 
 # fieldViolations name the refused rows: `audienceMembers[12].userData...` (or snake_case).
 _ROW_FIELD = re.compile(r"^(?:audience_?[mM]embers|events)\[(\d+)\]")
+
+# google.rpc.Code names: an error's `status` is shown only when it is one of them.
+RPC_CODES = frozenset(
+    {
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "UNAUTHENTICATED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+    }
+)
+# Google's own messages that may be shown to the merchant: known, credential-free, matched
+# whole (platform.platform_said); any other message is left out.
+KNOWN_MESSAGES = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"Request had invalid authentication credentials\.(?: Expected OAuth 2 access token, "
+        r"login cookie or other valid authentication credential\. See https://developers\."
+        r"google\.com/identity/sign-in/web/devconsole-project\.)?",
+        r"The caller does not have permission",
+        r"Request contains an invalid argument\.",
+        r"The service is currently unavailable\.",
+        r"Internal error encountered\.",
+        r"Quota exceeded for quota metric",
+        r"Resource has been exhausted \(e\.g\. check quota\)\.",
+        r"Requested entity was not found\.",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -259,21 +299,18 @@ class GoogleClient(PlatformClient):
                 raise garbage_answer(self.name, response)
             if response.status_code == 200 and "error" not in answer:
                 return answer
-            raise self._error(response, answer, token)
+            raise self._error(response, answer)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _error(
-        self, response: httpx.Response, answer: dict[str, object], token: str
-    ) -> PlatformError:
+    def _error(self, response: httpx.Response, answer: dict[str, object]) -> PlatformError:
         status = response.status_code
         error = answer.get("error")
         details: dict[str, object] = error if isinstance(error, dict) else {}
-        state = str(details.get("status") or "")
-        said = redacted(
-            f"Google answered HTTP {status}"
-            + (f" {state}" if state else "")
-            + f": {details.get('message') or 'no message'}",
-            [token, *self.credentials.secrets()],
+        state = known_code(details.get("status"), RPC_CODES)
+        said = platform_said(
+            f"Google answered HTTP {status}" + (f" {state}" if state else ""),
+            (details.get("message"),),
+            KNOWN_MESSAGES,
         )
         if status == 429 or status >= 500:
             return busy_platform(said, response)

@@ -9,6 +9,7 @@ merchant's to fix: `credentials` errors whose message holds neither secret.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ from partnerlink.destinations.platform import (
     busy_platform,
     garbage_answer,
     json_object,
-    redacted,
+    known_code,
+    platform_said,
     transport_error,
 )
 from partnerlink.kit.digests import sha256_hex
@@ -31,15 +33,36 @@ _SIGN_IN = "Google's sign-in service"
 
 TokenKey = tuple[str, str, str]
 
+# RFC 6749 §5.2's error codes, and Google's descriptions known to hold no credential: the
+# only words of the token endpoint a merchant is shown (platform.platform_said).
+OAUTH_ERRORS = frozenset(
+    {
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+    }
+)
+KNOWN_DESCRIPTIONS = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"Token has been expired or revoked\.",
+        r"Bad Request",
+        r"Unauthorized",
+        r"The OAuth client was not found\.",
+        r"Invalid grant_type",
+        r"Account has been deleted",
+    )
+)
+
 
 @dataclass(frozen=True)
 class GoogleCredentials:
     client_id: str
     client_secret: str
     refresh_token: str
-
-    def secrets(self) -> list[str]:
-        return [self.client_secret, self.refresh_token]
 
 
 class TokenCache:
@@ -98,20 +121,16 @@ def access_token(
         lifetime = _seconds(answer.get("expires_in"))
         tokens.put(key, token, max(lifetime - TOKEN_MARGIN_SECONDS, 0.0))
         return token
-    raise _token_error(response, answer, credentials)
+    raise _token_error(response, answer)
 
 
-def _token_error(
-    response: httpx.Response, answer: dict[str, object], credentials: GoogleCredentials
-) -> PlatformError:
+def _token_error(response: httpx.Response, answer: dict[str, object]) -> PlatformError:
     status = response.status_code
-    code = str(answer.get("error") or "")
-    described = str(answer.get("error_description") or "")
-    said = redacted(
-        f"{_SIGN_IN} answered HTTP {status}"
-        + (f" {code}" if code else "")
-        + (f": {described}" if described else ""),
-        credentials.secrets(),
+    code = known_code(answer.get("error"), OAUTH_ERRORS)
+    said = platform_said(
+        f"{_SIGN_IN} answered HTTP {status}" + (f" {code}" if code else ""),
+        (answer.get("error_description"),),
+        KNOWN_DESCRIPTIONS,
     )
     if status == 429 or status >= 500:
         return busy_platform(said, response)

@@ -32,7 +32,7 @@ from partnerlink.destinations.platform import (
     chunks,
     garbage_answer,
     json_object,
-    redacted,
+    platform_said,
     retry_after_seconds,
     transport_error,
 )
@@ -48,6 +48,39 @@ _RATE_CODES = frozenset({4, 17, 32, 341, 613, *range(80_000, 80_015)})
 _TEMPORARY_CODES = frozenset({1, 2})  # "temporary issue due to downtime"
 _INVALID_PARAMETER = 100
 _NO_SUCH_OBJECT_SUBCODE = 33  # the id does not exist or the token may not see it
+
+# Meta's own messages that may be shown to the merchant: known, credential-free, matched
+# whole (platform.platform_said). Meta echoes the token in others ("Malformed access
+# token ..."), so any message not listed here is left out.
+_DAY = (
+    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, "
+    r"\d\d-(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d\d \d\d:\d\d:\d\d P[SD]T"
+)
+KNOWN_MESSAGES = tuple(
+    re.compile(pattern)
+    for pattern in (
+        rf"Error validating access token: Session has expired on {_DAY}\. The current time "
+        rf"is {_DAY}\.",
+        r"Error validating access token: Session has expired",
+        r"Error validating access token: The session has been invalidated because the user "
+        r"changed their password or Facebook has changed the session for security reasons\.",
+        r"Error validating access token: The user has not authorized application \d+\.",
+        r"Error validating access token: The session is invalid because the user logged out\.",
+        r"Invalid OAuth access token(?: - Cannot parse access token|\.)?",
+        r"(?:\(#(?:4|17|32|613)\) )?(?:User|Application|Page) request limit reached",
+        r"\(#613\) Calls to this api have exceeded the rate limit\.",
+        r"(?:\(#(?:10|200)\) )?(?:Permissions error|Application does not have permission for "
+        r"this action)",
+        r"Service temporarily unavailable",
+        r"An unknown error has occurred\.",
+        r"An unexpected error has occurred\. Please retry your request later\.",
+        r"Unsupported (?:post|delete) request\. Object with ID '\d+' does not exist, cannot "
+        r"be loaded due to missing permissions, or does not support this operation\.?"
+        r"(?: Please read the Graph API documentation at https://developers\.facebook\.com/"
+        r"docs/graph-api)?",
+        r"\(#100\) Invalid parameter",
+    )
+)
 
 AudienceRow = Sequence[str]  # the six hashes of META_SCHEMA, "" for a missing one
 T = TypeVar("T")
@@ -263,13 +296,12 @@ class MetaClient(PlatformClient):
         details: dict[str, object] = error if isinstance(error, dict) else {}
         code = _int(details.get("code"))
         subcode = _int(details.get("error_subcode"))
-        text = str(details.get("error_user_msg") or details.get("message") or "no message")
-        said = redacted(
+        said = platform_said(
             f"Meta answered HTTP {status}"
             + (f", error {code}" if code is not None else "")
-            + (f"/{subcode}" if subcode is not None else "")
-            + f": {text}",
-            [self.access_token],
+            + (f"/{subcode}" if subcode is not None else ""),
+            (details.get("error_user_msg"), details.get("message")),
+            KNOWN_MESSAGES,
         )
         wait = retry_after_seconds(response.headers)
         if code in _TOKEN_CODES or (code is None and status == 401):

@@ -13,14 +13,18 @@ A platform call either returns the platform's answer or raises `PlatformError`, 
   id, a 404): retrying the same request will not help, the merchant must fix the target.
 
 `message` is written for the merchant and never holds a credential: the clients build
-it from the status, the platform's error code and its message, with every credential
-they hold cut out (`redacted`).
+it from the status and the platform's error code in our words (`platform_said`); the
+platform's own message joins them only when it is one of that platform's known,
+credential-free messages. Cutting the credentials out of free text (the exact token)
+was not enough: a platform may echo one lower-cased, cut short or re-encoded, and
+`lastError` is shown on the page, in the API and in the command line.
 """
 
 from __future__ import annotations
 
 import email.utils
 import math
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, Self, TypeVar
@@ -160,12 +164,38 @@ def garbage_answer(platform: str, response: httpx.Response) -> PlatformError:
     )
 
 
-def redacted(text: str, secrets: Iterable[str]) -> str:
-    """The text with every secret cut out, however the platform echoed it back."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return " ".join(text.split())[:MESSAGE_LIMIT]
+def platform_said(head: str, texts: Iterable[object], known: Sequence[re.Pattern[str]]) -> str:
+    """`head` (our words: who answered, the HTTP status, a code checked against the
+    platform's known codes), then the first of the platform's `texts` that matches one of
+    its `known` messages whole; any other text of the platform stays out."""
+    for text in texts:
+        words = " ".join(str(text or "").split())
+        if words and any(pattern.fullmatch(words) for pattern in known):
+            return f"{head}: {words}"[:MESSAGE_LIMIT]
+    return head[:MESSAGE_LIMIT]
+
+
+def known_code(value: object, known: Iterable[str]) -> str | None:
+    """A platform's error code (Google's `status`, OAuth's `error`) when it is one of the
+    documented ones; None for anything else, which could be any text."""
+    return value if isinstance(value, str) and value in known else None
+
+
+CREDENTIAL_WINDOW = 8
+
+
+def holds_credential(text: str, credentials: Iterable[str]) -> bool:
+    """Whether `text` holds 8 characters in a row of a credential, whatever their case:
+    the last check before a message is stored, should a known message ever carry one."""
+    folded = text.casefold()
+    for credential in credentials:
+        value = credential.casefold()
+        width = min(CREDENTIAL_WINDOW, len(value))
+        if width and any(
+            value[start : start + width] in folded for start in range(len(value) - width + 1)
+        ):
+            return True
+    return False
 
 
 def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
