@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
+from partnerlink.audiences import queries
 from partnerlink.audiences.choices import erase, opt_in, opt_out
 from partnerlink.audiences.schemas import download
 from partnerlink.audiences.service import DESCRIPTIONS, digest_key, plan_export
@@ -41,6 +42,18 @@ DONE = {
     "nobody": "Nobody in this business matched; nothing was changed.",
 }
 
+# The console's names of the segments. The API's names stay (CONTRACT §8), but "new" there
+# means a first order within 30 days, while on the Results page a new customer is one an ad
+# brought: the page names this segment so that the two cannot be taken for each other.
+LABELS = {
+    "all": "All customers",
+    "buyers": "Buyers",
+    "new": f"First-time buyers (last {queries.NEW_DAYS} days)",
+    "repeat": "Repeat buyers",
+    "lapsed": "Lapsed buyers",
+    "top": "Top spenders",
+}
+
 
 def _path(profile_id: str) -> str:
     return f"/merchant/profiles/{profile_id}/audiences"
@@ -55,7 +68,10 @@ def _context(
 ) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
     found = listed(session, session, profile_id=profile.id, settings=request.app.state.settings)
-    segments = [{**a, "description": DESCRIPTIONS[str(a["segment"])]} for a in found.audiences]
+    segments = [
+        {**a, "label": LABELS[str(a["segment"])], "description": DESCRIPTIONS[str(a["segment"])]}
+        for a in found.audiences
+    ]
     return {
         "profile": profile,
         "segments": segments,
