@@ -75,7 +75,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
         "worker": "audiences customers destinations idempotency orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation webhooks worker",
+        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation web webhooks worker",
         "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
         "__main__": "cli",
         "__init__": "",

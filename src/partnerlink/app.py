@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -59,6 +59,7 @@ from partnerlink.settings import SERVER_PROCESS_ENV, Settings, get_settings
 from partnerlink.stores import api as stores_api
 from partnerlink.tokens.quota import PartnerQuotaLimit
 from partnerlink.validation import problem_from_validation_error
+from partnerlink.web.negotiation import prefers_html
 from partnerlink.webhooks import api as webhooks_api
 from partnerlink.worker import BackgroundWorker
 
@@ -215,6 +216,11 @@ def _install_error_handlers(app: FastAPI) -> None:
             path = request.url.path
             if path.startswith(_MOUNTED_PREFIXES):
                 return problem_response(404, "not_found", "No such resource.")
+            # A person who opens the bare address goes to the console (whose sign-in page
+            # links the API reference); programs keep the 403 below.
+            browser = prefers_html(request.headers.get("accept", ""))
+            if path == "/" and request.method in ("GET", "HEAD") and browser:
+                return RedirectResponse("/merchant", status_code=303)
             return problem_response(
                 403,
                 "missing_version_prefix",
