@@ -154,3 +154,31 @@ def test_a_redis_storage_shares_the_count_between_two_app_instances(
     assert codes == [200, 200, 200, 200]
     assert over.status_code == over_too.status_code == 429
     assert over.json()["code"] == "rate_limited" and "Retry-After" in over.headers
+
+
+@pytest.mark.parametrize("name", ["access%5Ftoken", "%61ccess_token", "ACCESS_TOKEN"])
+def test_a_token_counts_under_whatever_name_the_route_reads_it(
+    client: TestClient, session: Session, name: str
+) -> None:
+    """The quota reads the query as the route does (percent-decoded names): a spelling the
+    route takes for the token counts, one it does not take (`ACCESS_TOKEN`) names nobody."""
+    shop = create_connected_store(session)
+    limit_partner(session, shop, 2)
+    answers = [client.get(f"/v1/stores?{name}={shop.access_token}") for _ in range(3)]
+    if name == "ACCESS_TOKEN":
+        assert [a.status_code for a in answers] == [403, 403, 403]
+        assert all("RateLimit" not in a.headers for a in answers)
+        return
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    assert [remaining(a) for a in answers] == [1, 0, 0]
+
+
+def test_client_credentials_count_under_percent_encoded_names(
+    client: TestClient, session: Session
+) -> None:
+    shop = create_connected_store(session)
+    limit_partner(session, shop, 2)
+    query = f"client%5Fid={shop.partner.client_id}&client%5Fsecret={shop.partner.client_secret}"
+    answers = [client.get(f"/v1/connections?{query}") for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    assert [remaining(a) for a in answers] == [1, 0, 0]

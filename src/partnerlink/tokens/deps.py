@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPBearer
+from starlette.datastructures import QueryParams
+from starlette.types import Scope
 
 from partnerlink.deps import SessionDep, bearer_credentials
 from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
@@ -15,10 +18,41 @@ from partnerlink.tokens.service import ConnectedStore, authenticate_access_token
 bearer_scheme = HTTPBearer(auto_error=False, description="Store access token")
 
 
+@dataclass(frozen=True, slots=True)
+class QueryCredentials:
+    access_token: str = ""
+    client_id: str = ""
+    client_secret: str = ""
+
+
+_QUERY_CREDENTIALS = "partnerlink.query_credentials"
+
+
+def query_credentials(scope: Scope) -> QueryCredentials:
+    """The credentials in a request's query, read once and kept in its scope: the partner
+    quota (tokens/quota.py) and the route name the same partner from them.
+
+    Read as every route reads its query (Starlette's QueryParams, which FastAPI's `Query`
+    parameters read too): the bytes as latin-1, then `urllib.parse.parse_qsl`, which
+    percent-decodes names, so `?access%5Ftoken=` is the legacy token and `client%5Fid` a
+    client id; a repeated name means its last value. The log redaction decodes names as
+    parse_qsl does, and more (security/redaction.py): what is read here is redacted there.
+    """
+    found = scope.get(_QUERY_CREDENTIALS)
+    if found is None:
+        params = QueryParams(scope["query_string"])
+        found = scope[_QUERY_CREDENTIALS] = QueryCredentials(
+            params.get("access_token", ""),
+            params.get("client_id", ""),
+            params.get("client_secret", ""),
+        )
+    return found
+
+
 def presented_access_token(request: Request) -> str:
     """The token from `Authorization: Bearer`, else the legacy `?access_token=`."""
     return bearer_credentials(request.headers.get("authorization", "")) or (
-        request.query_params.get("access_token", "")
+        query_credentials(request.scope).access_token
     )
 
 

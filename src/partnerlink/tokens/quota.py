@@ -42,6 +42,7 @@ from partnerlink.problems import RateLimited, problem_from
 from partnerlink.security.request_quota import WINDOW_SECONDS, RequestQuota
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX, digest, matches
 from partnerlink.settings import Settings
+from partnerlink.tokens.deps import query_credentials
 from partnerlink.tokens.service import partner_of_token
 
 log = logging.getLogger("partnerlink.tokens")
@@ -179,12 +180,13 @@ def _credentials(scope: Scope) -> tuple[str, str, str]:
     if form:
         client_id = client_id or form.get("client_id", "")
         client_secret = client_secret or form.get("client_secret", "")
-    query = scope["query_string"]
-    if query and (b"access_token=" in query or b"client_" in query):
-        params = dict(parse_qsl(query.decode("latin-1")))
-        token = token or params.get("access_token", "")
-        client_id = client_id or params.get("client_id", "")
-        client_secret = client_secret or params.get("client_secret", "")
+    if scope["query_string"]:
+        # As the route reads them: a byte pattern here (`access_token=`) missed the
+        # percent-encoded names the route decodes, and those requests counted nowhere.
+        query = query_credentials(scope)
+        token = token or query.access_token
+        client_id = client_id or query.client_id
+        client_secret = client_secret or query.client_secret
     return (token if token.startswith(ACCESS_TOKEN_PREFIX) else ""), client_id, client_secret
 
 
