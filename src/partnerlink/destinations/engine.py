@@ -46,6 +46,7 @@ from partnerlink.destinations.conversion_sync import sync_conversions
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
 from partnerlink.destinations.platform import PlatformError, holds_credential
 from partnerlink.destinations.progress import Lease, LeaseLost, Report
+from partnerlink.destinations.schemas import printable_ascii
 from partnerlink.destinations.senders import GoogleAudience, MetaAudience, sender_for
 from partnerlink.destinations.service import open_credentials
 from partnerlink.jobs import backoff_seconds, record_if_leased
@@ -152,6 +153,12 @@ def sync_destination(
     credentials = open_credentials(settings.signing_key, destination)
     if credentials is None:
         message = "The stored credentials cannot be read (the service key changed)."
+        _record(sessions, lease, _attention("credentials", message))
+        return Outcome(destination_id, "needs_attention")
+    if not all(printable_ascii(value) for value in credentials.values()):
+        # Stored before they were checked: no HTTP request can carry them, so every
+        # retry would fail alike.
+        message = "The stored credentials hold a line break, control or non-ASCII character."
         _record(sessions, lease, _attention("credentials", message))
         return Outcome(destination_id, "needs_attention")
     try:

@@ -59,15 +59,28 @@ def campaign_id_of(value: Any) -> str | None:
     return value
 
 
+def printable_ascii(value: str) -> bool:
+    """Space to `~` only: what an HTTP header or form may carry. A CR, LF, NUL, another
+    control, a lone surrogate or any non-ASCII character made every sync fail in the HTTP
+    client (LocalProtocolError), and a failure of sending is retried for ever."""
+    return all(" " <= character <= "~" for character in value)
+
+
 def credentials_of(platform: str, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise invalid("credentials", "must be an object")
     credentials = {}
     for name in CREDENTIAL_FIELDS[platform]:
         secret = value.get(name)
+        # Each refusal says which field, never what was in it.
         if not isinstance(secret, str) or not secret.strip() or len(secret) > MAX_SECRET:
-            # Says which field, never what was in it.
             raise invalid(f"credentials.{name}", "is required (a non-empty string)")
+        if not printable_ascii(secret):  # a trailing line break too: never stored cut
+            raise invalid(
+                f"credentials.{name}",
+                "must be printable ASCII only (no line break, control or non-ASCII "
+                "character): copy it again from the platform",
+            )
         credentials[name] = secret.strip()
     return credentials
 
