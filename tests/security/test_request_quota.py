@@ -56,3 +56,14 @@ def test_two_counters_on_one_storage_see_each_others_requests_near_the_quota() -
     assert first.count("p", 4, now=START).allowed
     assert second.count("p", 4, now=START).remaining == 0
     assert not first.count("p", 4, now=START).allowed
+
+
+def test_a_request_given_back_counts_for_nothing_in_any_process() -> None:
+    name = f"given-back-{uuid.uuid4().hex}"
+    first, second = RequestQuota(name, "memory://"), RequestQuota(name, "memory://")
+    assert first.count("p", 3, now=START).remaining == 2
+    first.give_back("p", now=START)
+    assert first.count("p", 3, now=START).remaining == 2  # the first no longer counts
+    assert second.count("p", 3, now=START).remaining == 1  # first's one, and this one
+    first.give_back("p", now=START + 60)  # another window's: nothing to take back
+    assert second.count("p", 3, now=START).remaining == 0

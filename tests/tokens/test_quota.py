@@ -5,17 +5,22 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
+from partnerlink.db.base import utcnow
 from partnerlink.partners.service import set_requests_per_minute
 from partnerlink.security.request_quota import WINDOW_SECONDS
 from partnerlink.settings import Settings
+from partnerlink.tokens.models import Connection
+from partnerlink.tokens.service import issue_access_token, revoke_connection
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.orders.builders import order_body
+from tests.waiting import wait_past
 
 POLICY = re.compile(r'^"default";q=(\d+);w=60$')
 REMAINING = re.compile(r'^"default";r=(\d+);t=(\d+)$')
@@ -182,3 +187,61 @@ def test_client_credentials_count_under_percent_encoded_names(
     answers = [client.get(f"/v1/connections?{query}") for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 429]
     assert [remaining(a) for a in answers] == [1, 0, 0]
+
+
+def connection_of(session: Session, shop: ConnectedStoreFixture) -> Connection:
+    return session.query(Connection).filter_by(store_id=shop.store.id).one()
+
+
+def assert_names_nobody(answers: list[object]) -> None:
+    for answer in answers:
+        assert answer.status_code == 403, answer.text  # type: ignore[attr-defined]
+        assert answer.json()["code"] == "invalid_token"  # type: ignore[attr-defined]
+        assert "RateLimit" not in answer.headers  # type: ignore[attr-defined]
+
+
+def test_a_token_revoked_after_it_was_seen_spends_nothing_of_its_partners_quota(
+    client: TestClient, session: Session
+) -> None:
+    """Whoever still holds a revoked token cannot lock the partner out: the quota had
+    already seen the token live, and counts its refused requests for nothing."""
+    shop = create_connected_store(session)
+    limit_partner(session, shop, 3)
+    assert remaining(client.get("/v1/stores", headers=shop.auth)) == 2
+    connection = connection_of(session, shop)
+    unseen, _ = issue_access_token(session, connection_id=connection.id, ttl_seconds=3600)
+    revoke_connection(session, connection, reason="merchant")
+    session.commit()
+
+    assert_names_nobody([client.get("/v1/stores", headers=shop.auth) for _ in range(6)])
+    assert_names_nobody(
+        [client.get(f"/v1/stores?access%5Ftoken={shop.access_token}") for _ in range(2)]
+        + [
+            client.get("/v1/stores", headers={"Authorization": f"Bearer {unseen}"})
+            for _ in range(3)
+        ]
+    )
+    honest = client.get("/v1/connections", params=credentials(shop))
+    assert honest.status_code == 200 and remaining(honest) == 1
+
+
+def test_an_expired_token_names_nobody(client: TestClient, session: Session) -> None:
+    shop = create_connected_store(session)
+    limit_partner(session, shop, 3)
+    issued_at = utcnow()
+    short, _ = issue_access_token(
+        session, connection_id=connection_of(session, shop).id, ttl_seconds=5
+    )
+    session.commit()
+    bearer = {"Authorization": f"Bearer {short}"}
+    assert client.get("/v1/stores", headers=bearer).status_code == 200  # known live, then
+    wait_past(issued_at + timedelta(seconds=5))
+
+    assert_names_nobody(
+        [client.get("/v1/stores", headers=bearer) for _ in range(5)]
+        + [client.get(f"/v1/stores?access_token={short}")]
+    )
+    honest = client.get("/v1/stores", headers=shop.auth)
+    # 3 - the short token's one live request - this one (a minute's end may have passed
+    # while the token expired: the count then starts again).
+    assert honest.status_code == 200 and remaining(honest) in (1, 2)

@@ -79,6 +79,14 @@ class RequestQuota:
         reset = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
         return Verdict(used <= quota, max(0, quota - used), reset)
 
+    def give_back(self, partner_id: str, now: float | None = None) -> None:
+        """Takes back a request counted this window that turned out to name nobody (its
+        token was revoked since it was known): it goes to the shared count at the next sync."""
+        now = time.time() if now is None else now
+        counter = self.counters.get(partner_id)
+        if counter is not None and counter.window == int(now // WINDOW_SECONDS):
+            counter.pending -= 1
+
     def _sync(self, partner_id: str, counter: _Counter, now: float) -> int:
         key = f"{self.name}/{partner_id}/{counter.window}"
         try:

@@ -1,7 +1,8 @@
 """Every `/v1` request that names a partner counts against its quota (CONTRACT.md §13).
 
-A request names a partner by an access token (`Authorization: Bearer`, or the legacy
-`?access_token=`) of one of its connections, live or not, or by its client credentials
+A request names a partner by a live access token (`Authorization: Bearer`, or the legacy
+`?access_token=` however the route reads its name) of one of its connections (a revoked or
+expired one names nobody, like an unknown one), or by its client credentials
 (`client_id` and `client_secret` in the query, HTTP Basic, or, on the two OAuth endpoints,
 the form body's `client_secret_post`) when the secret is right: a client id alone, which
 is not secret, spends nobody's quota. Its answer carries
@@ -17,7 +18,9 @@ secret) counts against nothing and its answer carries neither field.
 An ASGI middleware around the orders' fast lane: the hot path pays a digest, two
 dictionary look-ups and a counter (security/request_quota.py); who a token names and a
 partner's quota are read from the database once and kept (quotas for QUOTA_TTL_SECONDS,
-so `partners update --requests-per-minute` applies within that on every process).
+so `partners update --requests-per-minute` applies within that on every process; a live
+token's partner for TOKEN_TTL_SECONDS, and read again at once when the route refuses the
+token, so a revoked token's refused requests are given back and count for nothing).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, TypeVar
 from urllib.parse import parse_qsl
 
@@ -43,7 +47,7 @@ from partnerlink.security.request_quota import WINDOW_SECONDS, RequestQuota
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX, digest, matches
 from partnerlink.settings import Settings
 from partnerlink.tokens.deps import query_credentials
-from partnerlink.tokens.service import partner_of_token
+from partnerlink.tokens.service import partner_of_live_token
 
 log = logging.getLogger("partnerlink.tokens")
 T = TypeVar("T")
@@ -52,7 +56,25 @@ POLICY = "default"
 QUOTA_TTL_SECONDS = 30.0
 CLIENT_TTL_SECONDS = 30.0  # a rotated secret is seen within this
 MAX_CACHED = 100_000
-_UNKNOWN = ""  # cached for a token that names no partner
+# A live token's partner is read again after this: a token revoked in another process is
+# seen within it even by requests the route never judges (refused here with 429).
+TOKEN_TTL_SECONDS = 30.0
+# The route's answers to a token it refuses: one that died since it was read here.
+_TOKEN_REFUSED = frozenset({401, 403})
+
+
+@dataclass(frozen=True, slots=True)
+class _NamedBy:
+    """Who a token (by digest) names: a partner until `expires_at` (Unix time, None for
+    never), read at `read_at` (monotonic); `partner_id` "" for nobody, which is final: an
+    unknown, revoked or expired token never comes back to life."""
+
+    partner_id: str
+    expires_at: float | None
+    read_at: float
+
+
+_NOBODY = _NamedBy("", None, 0.0)
 
 
 class PartnerQuotaLimit:
@@ -65,7 +87,7 @@ class PartnerQuotaLimit:
         # A memory storage is one per process; apps sharing a process (tests) count apart.
         name = f"quota-{uuid.uuid4().hex[:12]}" if storage.startswith("memory") else "quota"
         self.counter = RequestQuota(name, storage)
-        self.token_partners: dict[str, str] = {}  # token digest -> partner id (or _UNKNOWN)
+        self.token_partners: dict[str, _NamedBy] = {}  # by token digest
         self.clients: dict[str, tuple[ClientKey | None, float]] = {}
         self.quotas: dict[str, tuple[int, float]] = {}
 
@@ -74,10 +96,11 @@ class PartnerQuotaLimit:
             await self.app(scope, receive, send)
             return
         receive = await _form_read_ahead(scope, receive)
-        partner_id = await self._named_partner(scope)
-        if partner_id is None:
+        named = await self._named_partner(scope)
+        if named is None:
             await self.app(scope, receive, send)
             return
+        partner_id, token_key = named
         quota = await self._quota(scope, partner_id)
         verdict = self.counter.count(partner_id, quota)
         fields = [
@@ -97,25 +120,36 @@ class PartnerQuotaLimit:
 
         async def send_with_fields(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *fields]}
+                if (
+                    token_key
+                    and message["status"] in _TOKEN_REFUSED
+                    and not await self._still_live(scope, token_key)
+                ):
+                    # Revoked since it was read here: it named nobody, so it counts for
+                    # nothing and its answer is an unknown token's, without the fields.
+                    self.counter.give_back(partner_id)
+                else:
+                    message = {**message, "headers": [*message.get("headers", ()), *fields]}
             await send(message)
 
         await self.app(scope, receive, send_with_fields)
 
-    async def _named_partner(self, scope: Scope) -> str | None:
+    async def _named_partner(self, scope: Scope) -> tuple[str, str] | None:
+        """The partner a request names, and the digest of the token that names it ("" when
+        named by client credentials); None for nobody."""
         token, client_id, client_secret = _credentials(scope)
         if token:
             key = digest(token)
-            partner_id = self.token_partners.get(key)
-            if partner_id is None:
-                found = await run_in_threadpool(_read, scope, partner_of_token, key)
-                if found is False:  # the database could not say: not kept
-                    return None
-                partner_id = found or _UNKNOWN
-                if len(self.token_partners) >= MAX_CACHED:
-                    self.token_partners.clear()
-                self.token_partners[key] = partner_id
-            return partner_id or None
+            named = self.token_partners.get(key)
+            if named is None or (
+                named.partner_id and time.monotonic() - named.read_at >= TOKEN_TTL_SECONDS
+            ):
+                named = await self._read_token(scope, key)
+            if named is None or not named.partner_id:
+                return None
+            if named.expires_at is not None and named.expires_at <= time.time():
+                return None
+            return named.partner_id, key
         if client_id and client_secret:
             client = await self._client(scope, client_id)
             if (
@@ -123,8 +157,29 @@ class PartnerQuotaLimit:
                 and client.active
                 and matches(client_secret, client.client_secret_hash)
             ):
-                return client.partner_id
+                return client.partner_id, ""
         return None
+
+    async def _read_token(self, scope: Scope, key: str) -> _NamedBy | None:
+        """Who the token names now, kept; None when the database could not say (not kept)."""
+        found = await run_in_threadpool(_read, scope, partner_of_live_token, key)
+        if found is False:
+            return None
+        named = _NOBODY
+        if found is not None:
+            partner_id, expires_at = found
+            expires = expires_at.timestamp() if expires_at is not None else None
+            named = _NamedBy(partner_id, expires, time.monotonic())
+        if len(self.token_partners) >= MAX_CACHED:
+            self.token_partners.clear()
+        self.token_partners[key] = named
+        return named
+
+    async def _still_live(self, scope: Scope, key: str) -> bool:
+        """Whether a token the route refused is still live, read again (only on a refusal,
+        so a revoked token is read once per process); when the database cannot say, it is."""
+        named = await self._read_token(scope, key)
+        return named is None or bool(named.partner_id)
 
     async def _client(self, scope: Scope, client_id: str) -> ClientKey | None:
         now = time.monotonic()

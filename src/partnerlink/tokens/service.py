@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
@@ -145,14 +145,22 @@ _OF_CONNECTION = and_(
 )
 
 
-def partner_of_token(session: Session, token_hash: str) -> str | None:
-    """The partner whose connection a token (by digest) belongs to, live or not: what a
-    request presenting it names, for its quota (tokens/quota.py)."""
-    return session.scalar(
-        select(Connection.partner_id)
+def partner_of_live_token(session: Session, token_hash: str) -> tuple[str, datetime | None] | None:
+    """The partner whose live access token this is (by digest), and when the token expires:
+    what a request presenting it names, for its quota (tokens/quota.py). A revoked or
+    expired token names nobody, like an unknown one: counted, it would let whoever still
+    holds it spend the partner's quota and lock out the partner's every merchant."""
+    row = session.execute(
+        select(Connection.partner_id, Token.expires_at)
         .join(Token, _OF_CONNECTION)
-        .where(Token.token_hash == token_hash)
-    )
+        .where(
+            Token.token_hash == token_hash,
+            Token.kind == "access",
+            Connection.revoked_at.is_(None),
+            or_(Token.expires_at.is_(None), Token.expires_at > utcnow()),
+        )
+    ).first()
+    return None if row is None else (row.partner_id, row.expires_at)
 
 
 def issue_access_token(
