@@ -156,7 +156,7 @@ BAD_REQUESTS = [
         "consent.adUserData",
     ),
     (
-        _with(GOOGLE_CONVERSIONS, target={"customerId": "123-456-7890", "conversionActionId": "1"}),
+        _with(GOOGLE_CONVERSIONS, target={"customerId": "123-456-789", "conversionActionId": "1"}),
         "target.customerId",
     ),
     (_with(GOOGLE_CONVERSIONS, target={"customerId": "1234567890"}), "target.conversionActionId"),
@@ -168,7 +168,7 @@ BAD_REQUESTS = [
     (
         _with(
             GOOGLE_CONVERSIONS,
-            target={"customerId": "1", "conversionActionId": "2", "loginCustomerId": "x"},
+            target={"customerId": "1234567890", "conversionActionId": "2", "loginCustomerId": "x"},
         ),
         "target.loginCustomerId",
     ),

@@ -7,8 +7,10 @@ The reply never carries the credentials.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from partnerlink.audiences.queries import SEGMENTS
 from partnerlink.destinations.models import Destination
@@ -34,8 +36,43 @@ TARGET_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = 
 }
 
 
+# Google Ads shows a customer id as 123-456-7890: those dashes, or none, around 10 digits.
+CUSTOMER_ID = re.compile(r"[0-9]{3}(-?)[0-9]{3}\1[0-9]{4}")
+CUSTOMER_ID_FIELDS = ("customerId", "loginCustomerId")
+T = TypeVar("T")
+
+
 def invalid(field: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field} {message}", errors=[{"field": field, "message": message}])
+    return refusal([{"field": field, "message": message}])
+
+
+def refusal(errors: list[dict[str, str]]) -> ValidationFailed:
+    """Every problem of a request in one answer (a form shows them all at once); the
+    detail names the first."""
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ValidationFailed(f"{first['field']} {first['message']}{more}", errors=errors)
+
+
+class Problems:
+    """Collects the refusals of a request's parts instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.errors: list[dict[str, str]] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.errors.append({"field": field, "message": message})
+
+    def read(self, reader: Callable[..., T], *args: Any) -> T | None:
+        try:
+            return reader(*args)
+        except ValidationFailed as error:
+            self.errors.extend(error.errors or [])
+            return None
+
+    def check(self) -> None:
+        if self.errors:
+            raise refusal(self.errors)
 
 
 def _one_of(body: dict[str, Any], field: str, allowed: tuple[str, ...]) -> str:
@@ -69,19 +106,21 @@ def printable_ascii(value: str) -> bool:
 def credentials_of(platform: str, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise invalid("credentials", "must be an object")
-    credentials = {}
+    credentials, problems = {}, Problems()
     for name in CREDENTIAL_FIELDS[platform]:
         secret = value.get(name)
         # Each refusal says which field, never what was in it.
         if not isinstance(secret, str) or not secret.strip() or len(secret) > MAX_SECRET:
-            raise invalid(f"credentials.{name}", "is required (a non-empty string)")
-        if not printable_ascii(secret):  # a trailing line break too: never stored cut
-            raise invalid(
+            problems.add(f"credentials.{name}", "is required (a non-empty string)")
+        elif not printable_ascii(secret):  # a trailing line break too: never stored cut
+            problems.add(
                 f"credentials.{name}",
                 "must be printable ASCII only (no line break, control or non-ASCII "
                 "character): copy it again from the platform",
             )
-        credentials[name] = secret.strip()
+        else:
+            credentials[name] = secret.strip()
+    problems.check()
     return credentials
 
 
@@ -97,17 +136,38 @@ def target_of(platform: str, kind: str, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise invalid("target", "must be an object")
     required, optional = TARGET_FIELDS[(platform, kind)]
-    target = {}
+    target, problems = {}, Problems()
     for name in required + optional:
         if name not in value or value[name] is None:
             if name in required:
-                raise invalid(f"target.{name}", "is required (digits only)")
+                problems.add(f"target.{name}", "is required (digits only)")
             continue
-        digits = _digits(value[name])
-        if digits is None:
-            raise invalid(f"target.{name}", "must be digits only (no dashes or spaces)")
+        if name in CUSTOMER_ID_FIELDS:
+            digits = _customer_id(value[name])
+            if digits is None:
+                problems.add(
+                    f"target.{name}",
+                    "must be a Google Ads customer id: 10 digits, e.g. 1234567890 or 123-456-7890",
+                )
+                continue
+        else:
+            digits = _digits(value[name])
+            if digits is None:
+                problems.add(f"target.{name}", "must be digits only (no dashes or spaces)")
+                continue
         target[name] = digits
+    problems.check()
     return target
+
+
+def _customer_id(value: Any) -> str | None:
+    """The 10 digits of a Google Ads customer id (stored without dashes); a number is
+    read as its digits (a JSON number has no leading zero to keep)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str) and CUSTOMER_ID.fullmatch(value):
+        return value.replace("-", "")
+    return None
 
 
 def consent_of(platform: str, value: Any) -> dict[str, str] | None:
@@ -117,11 +177,13 @@ def consent_of(platform: str, value: Any) -> dict[str, str] | None:
         raise invalid("consent", "is sent to Google only")
     if not isinstance(value, dict):
         raise invalid("consent", "must be an object")
-    consent = {}
+    consent, problems = {}, Problems()
     for name in CONSENT_FIELDS:
         if value.get(name) not in CONSENT_VALUES:
-            raise invalid(f"consent.{name}", "must be granted or denied")
-        consent[name] = str(value[name])
+            problems.add(f"consent.{name}", "must be granted or denied")
+        else:
+            consent[name] = str(value[name])
+    problems.check()
     return consent
 
 
@@ -137,26 +199,38 @@ class DestinationRequest:
 
 
 def destination_request(body: Any) -> DestinationRequest:
+    """The request checked whole: a refusal lists every problem it found (those of the
+    credentials, target and consent only once the platform and kind they depend on are
+    known)."""
     if not isinstance(body, dict):
         raise invalid("body", "must be a JSON object")
-    platform = _one_of(body, "platform", PLATFORMS)
-    kind = _one_of(body, "kind", KINDS)
+    problems = Problems()
+    platform = problems.read(_one_of, body, "platform", PLATFORMS)
+    kind = problems.read(_one_of, body, "kind", KINDS)
     segment = campaign_id = None
     if kind == "audience":
-        segment = segment_of(body.get("segment"))
-        campaign_id = campaign_id_of(body.get("campaignId"))
-    else:
+        segment = problems.read(segment_of, body.get("segment"))
+        campaign_id = problems.read(campaign_id_of, body.get("campaignId"))
+    elif kind is not None:
         for field in ("segment", "campaignId"):
             if body.get(field) is not None:
-                raise invalid(field, "is for audience destinations only")
+                problems.add(field, "is for audience destinations only")
+    credentials = target = consent = None
+    if platform is not None:
+        credentials = problems.read(credentials_of, platform, body.get("credentials"))
+        if kind is not None:
+            target = problems.read(target_of, platform, kind, body.get("target"))
+        consent = problems.read(consent_of, platform, body.get("consent"))
+    problems.check()
+    assert platform and kind and credentials is not None and target is not None  # checked
     return DestinationRequest(
         platform=platform,
         kind=kind,
         segment=segment,
         campaign_id=campaign_id,
-        credentials=credentials_of(platform, body.get("credentials")),
-        target=target_of(platform, kind, body.get("target")),
-        consent=consent_of(platform, body.get("consent")),
+        credentials=credentials,
+        target=target,
+        consent=consent,
     )
 
 

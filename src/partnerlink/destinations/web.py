@@ -19,7 +19,9 @@ from partnerlink.audiences.service import DESCRIPTIONS
 from partnerlink.destinations import service
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
 from partnerlink.destinations.schemas import (
+    CONSENT_FIELDS,
     CREDENTIAL_FIELDS,
+    CUSTOMER_ID_FIELDS,
     destination_json,
     destination_request,
 )
@@ -109,17 +111,22 @@ def _request_body(form: dict[str, str]) -> dict[str, Any]:
             body["campaignId"] = form["campaignId"].strip()
     fields = CREDENTIAL_FIELDS.get(platform, ())
     body["credentials"] = {name: form.get(name, "") for name in fields}
+    # A customer id is checked as typed (the API takes 123-456-7890); the other ids lose
+    # the dashes a copy may bring.
     body["target"] = {
-        name: form[name].strip().replace("-", "")
+        name: form[name].strip() if name in CUSTOMER_ID_FIELDS else _digits_only(form[name])
         for name in (*TARGET_FORM, "loginCustomerId")
         if form.get(name, "").strip()
     }
-    if platform == "google" and form.get("adUserData") and form.get("adPersonalization"):
-        body["consent"] = {
-            "adUserData": form["adUserData"],
-            "adPersonalization": form["adPersonalization"],
-        }
+    # Either consent field stated sends both, as the API gets them: one left "Not
+    # stated", or a value that is neither granted nor denied, is refused, not dropped.
+    if platform == "google" and (form.get("adUserData") or form.get("adPersonalization")):
+        body["consent"] = {name: form.get(name, "") for name in CONSENT_FIELDS}
     return body
+
+
+def _digits_only(value: str) -> str:
+    return value.strip().replace("-", "")
 
 
 def _refused(
@@ -133,9 +140,12 @@ def _refused(
     session.rollback()
     context = _context(session, user.merchant.id, profile_id)
     echoed = {k: v for k, v in form.items() if k not in SECRET_FORM and k != "csrf_token"}
-    field = (error.errors or [{"field": ""}])[0]["field"]
-    message = (error.errors or [{"message": error.detail}])[0]["message"]
-    context.update(form=echoed, errors={form.get("platform", ""): f"{field} {message}".strip()})
+    problems = [
+        f"{problem['field']} {problem['message']}".strip()
+        for problem in error.errors or [{"field": "", "message": error.detail}]
+    ]
+    # Every problem at once, beside the form that had them.
+    context.update(form=echoed, errors={form.get("platform", ""): problems})
     return console_page(request, user, PAGE, context, status_code=400)
 
 
