@@ -65,7 +65,8 @@ class JsonFormatter(logging.Formatter):
         if record.name == "uvicorn.access" and isinstance(record.args, tuple):
             entry.update(_access_fields(record.args, request))
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            # The redaction filter leaves the traceback redacted in `exc_text`.
+            entry["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 

@@ -96,3 +96,23 @@ def test_percent_encoded_parameter_names_keep_their_secrets_out_of_the_log(
     secrets = [conn.access_token, conn.refresh_token, partner.client_secret, fresh]
     leaked = [s for s in secrets if s in logs]
     assert leaked == [], f"{len(leaked)} secrets in the server log"
+
+
+def test_a_secret_stays_out_of_the_log_under_any_name(box: Box, cast: Cast) -> None:
+    """A NUL after a credential's name or a zero-width space before it, and one of our
+    secrets under a name of its own (CONTRACT §12): the access log shows none of them."""
+    conn = box.connect_by_consent(cast.plain2, cast.merchant)
+    token = conn.access_token
+    encoded = token.replace("_", "%5F")
+    for query in (
+        f"access_token%00={token}",
+        f"%E2%80%8Baccess_token={token}",
+        f"note={token}",
+        f"note={encoded}",
+    ):
+        assert box.http.get(f"/v1/stores?{query}").status_code in (400, 403, 404)
+    box.http.get(f"/v1/stores/{token}")  # in the path: 404, and logged so
+
+    logs = box.server.logs()
+    assert "%E2%80%8Baccess_token=[REDACTED]" in logs, "the access log is expected to be on"
+    assert token not in logs and token[7:] not in logs and encoded not in logs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from starlette.requests import Request
 
 from partnerlink.security.client_address import client_address
 from partnerlink.security.passwords import CHEAP_FOR_TESTS, hash_password, verify_password
-from partnerlink.security.redaction import is_secret_param, redact
+from partnerlink.security.redaction import RedactingFilter, is_secret_param, redact
 from partnerlink.security.secrets import (
     ACCESS_TOKEN_PREFIX,
     digest,
@@ -113,3 +114,59 @@ def test_a_credential_parameter_is_known_however_it_is_spelled() -> None:
     assert is_secret_param("CODE")
     assert is_secret_param("refresh%255Ftoken")  # encoded twice
     assert not is_secret_param("limit")
+
+
+TOKEN = "plk_at_6aB4deFpKCrq7vRffihCQeLxFU0-8MKZnHML3uKblz8"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        f"access_token%00={TOKEN}",  # NUL after the name
+        f"%E2%80%8Baccess_token={TOKEN}",  # a zero-width space before it
+        f"%EF%BD%81ccess_token={TOKEN}",  # a fullwidth a
+        f"access-token={TOKEN}",
+        f"client__secret=plk_cs_{TOKEN[7:]}",
+        f"note={TOKEN}",  # any name: the value is ours
+        f"note=plk%5Fat%5F{TOKEN[7:]}",  # ours, percent-encoded
+        f"x=1&note=%2570lk_rt_{TOKEN[7:]}",  # encoded twice
+    ],
+)
+def test_a_secret_in_the_query_is_redacted_whatever_its_name_or_spelling(query: str) -> None:
+    line = f'127.0.0.1:5 - "GET /v1/stores?{query} HTTP/1.1" 403'
+    redacted = redact(line)
+    assert TOKEN[7:] not in redacted and "[REDACTED]" in redacted, redacted
+    assert redacted.endswith(' HTTP/1.1" 403')
+
+
+def test_a_value_with_our_secret_prefix_is_redacted_anywhere_in_a_log_line() -> None:
+    assert (
+        redact(f"refused {TOKEN} for plk_ci_abc123")
+        == "refused plk_at_[REDACTED] for plk_ci_abc123"
+    )
+    assert (
+        redact("GET /v1/x/plk_it_test_abc-def HTTP/1.1") == "GET /v1/x/plk_it_[REDACTED] HTTP/1.1"
+    )
+    assert redact("session plk_ms_xyz ended") == "session plk_ms_[REDACTED] ended"
+    assert redact("GET /v1/stores?limit=5&cursor=plk HTTP/1.1") == (
+        "GET /v1/stores?limit=5&cursor=plk HTTP/1.1"
+    )
+
+
+def test_the_filter_redacts_arguments_and_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    """uvicorn's access line carries the path in its arguments; an error's traceback may
+    quote what the code was handed."""
+    logger = logging.getLogger("tests.redaction")
+    logger.addFilter(RedactingFilter())
+    try:
+        with caplog.at_level(logging.INFO, logger="tests.redaction"):
+            logger.info('%s - "%s %s"', "127.0.0.1:5", "GET", f"/v1/stores?tok%00en={TOKEN}")
+            try:
+                raise ValueError(f"bad token {TOKEN}")
+            except ValueError:
+                logger.exception("failed")
+    finally:
+        logger.filters.clear()
+    text = caplog.text + "".join(logging.Formatter().format(r) for r in caplog.records)
+    assert "failed" in text and "ValueError" in text
+    assert TOKEN[7:] not in text

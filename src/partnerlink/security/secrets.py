@@ -18,6 +18,15 @@ INTEGRATION_TOKEN_PREFIX = "plk_it_"
 CLIENT_SECRET_PREFIX = "plk_cs_"
 CLIENT_ID_PREFIX = "plk_ci_"
 SESSION_TOKEN_PREFIX = "plk_ms_"
+# What never reaches a log, whatever carries it (security/redaction.py). A client id is
+# no secret: it stays, so that a log line still says which partner called.
+SECRET_PREFIXES = (
+    ACCESS_TOKEN_PREFIX,
+    REFRESH_TOKEN_PREFIX,
+    INTEGRATION_TOKEN_PREFIX,
+    CLIENT_SECRET_PREFIX,
+    SESSION_TOKEN_PREFIX,
+)
 
 
 def mint(prefix: str, nbytes: int = 32, *, sandbox: bool = False) -> str:
