@@ -118,14 +118,31 @@ EMBEDDING_NON_PUBLIC_IPV4 = (
     "::10.0.0.1",
     "::ffff:10.0.0.1",  # IPv4-mapped
     "::ffff:127.0.0.1",
+    "::ffff:0:7f00:1",  # IPv4-translated (SIIT, ::ffff:0:0:0/96) of 127.0.0.1
+    "::ffff:0:a9fe:a9fe",
 )
-EMBEDDING_PUBLIC_IPV4 = ("64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8")
+EMBEDDING_PUBLIC_IPV4 = (
+    "64:ff9b::808:808",
+    "2002:808:808::1",
+    "::ffff:8.8.8.8",
+    "::ffff:0:808:808",
+)
 
 
 @pytest.mark.parametrize("address", EMBEDDING_NON_PUBLIC_IPV4)
 def test_an_ipv6_address_carrying_a_non_public_ipv4_is_refused_like_it(address: str) -> None:
     addresses, problem = public_addresses(address)
     assert addresses == [] and problem is not None and str(ip_address(address)) in problem
+    with pytest.raises(ValidationFailed) as refused:
+        checked_webhook_url(f"https://[{address}]/hooks", allow_private=False)
+    assert refused.value.code == "invalid_field"
+
+
+@pytest.mark.parametrize("address", ["fec0::1", "fec0::808:808", "feff:ffff::1"])
+def test_a_deprecated_site_local_address_is_refused_as_private(address: str) -> None:
+    """fec0::/10 (RFC 3879) was the IPv6 private range; Python still calls it global."""
+    addresses, problem = public_addresses(address)
+    assert addresses == [] and problem is not None and "private" in problem
     with pytest.raises(ValidationFailed) as refused:
         checked_webhook_url(f"https://[{address}]/hooks", allow_private=False)
     assert refused.value.code == "invalid_field"

@@ -5,8 +5,10 @@ Checked at registration, and again at every delivery by the connection itself
 (`PublicAddressesOnly`): the host is resolved once, every address it resolves to is
 checked, and the connection goes to one of those very addresses. A name that passed
 the check cannot resolve elsewhere a moment later for the connection (DNS rebinding).
-An IPv6 address that carries an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4,
-Teredo) is judged by that IPv4 too: a gateway would take the connection there.
+An IPv6 address that carries an IPv4 one (IPv4-mapped, IPv4-translated, IPv4-compatible,
+NAT64, 6to4, Teredo) is judged by that IPv4 too: a gateway would take the connection there.
+The deprecated site-local `fec0::/10` (RFC 3879) is private, though Python's ipaddress
+calls it global.
 
 The same backend bounds a whole attempt (CONTRACT.md §12: connect to the receiver's
 last byte): every read and write waits at most until the attempt's deadline, and at
@@ -35,12 +37,15 @@ MAX_URL_CHARS = 2000
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Prefixes whose last 32 bits are an IPv4 address a gateway forwards to: NAT64's
-# well-known prefix (RFC 6052) and its local-use one (RFC 8215), and the deprecated
-# IPv4-compatible form ::a.b.c.d (RFC 4291), which Python's ipaddress does not decode.
+# well-known prefix (RFC 6052) and its local-use one (RFC 8215), the deprecated
+# IPv4-compatible form ::a.b.c.d (RFC 4291) and SIIT's IPv4-translated ::ffff:0:a.b.c.d
+# (RFC 2765's ::ffff:0:0:0/96, not the IPv4-mapped ::ffff:0:0/96), which Python's
+# ipaddress does not decode (it calls `::ffff:0:7f00:1` global).
 _LAST_32_BITS_IPV4 = (
     ipaddress.IPv6Network("64:ff9b::/96"),
     ipaddress.IPv6Network("64:ff9b:1::/48"),
     ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
 )
 
 
@@ -107,6 +112,8 @@ def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
 def is_public(address: IPAddress) -> bool:
     """Global unicast, and so is every IPv4 address it embeds."""
     if not address.is_global or address.is_multicast:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.is_site_local:
         return False
     return all(ipv4.is_global and not ipv4.is_multicast for ipv4 in embedded_ipv4(address))
 
