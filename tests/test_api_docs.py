@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
+from openapi_spec_validator import validate
+from sqlalchemy.orm import Session
+
+from partnerlink.settings import Settings
+from partnerlink.webhooks.events import EVENT_TYPES
+from tests.connect.oauth_steps import approve, build_oauth_world, challenge_of, reset_budgets
+from tests.factories import create_partner
 
 PROBLEM = "application/problem+json"
+OAUTH = "/v1/oauth/"
 TOKEN_SHAPE = re.compile(r"plk_(at|rt|it|cs|ci|ms)_[A-Za-z0-9_-]{43}")
 MERCHANT_PATHS = {
     ("post", "/merchant/api/sessions"),
@@ -71,11 +81,13 @@ def test_every_partner_operation_lists_its_problems(partner_schema: dict[str, An
         seen += 1
         responses = operation["responses"]
         expected = {"400", "500"}
-        if path != "/v1/auth/integration/pair":  # the one call that takes no credential
+        if path.startswith(OAUTH):  # RFC 6749's errors, checked by the OAuth test below
+            responses = {k: v for k, v in responses.items() if k not in ("400", "401")}
+        elif path != "/v1/auth/integration/pair":  # the one call that takes no credential
             expected.add("403")
         if "requestBody" in operation:
             expected.add("413")
-        assert expected <= set(responses), (method, path)
+        assert expected <= set(operation["responses"]), (method, path)
         assert "422" not in responses
         for status, response in responses.items():
             if not status.startswith(("4", "5")):
@@ -190,3 +202,162 @@ def test_docs_pages_load_nothing_from_elsewhere(client: TestClient, page: str) -
             assert json.loads(response.text)["openapi"].startswith("3.")
     assert kinds["js"].startswith("text/javascript")
     assert kinds["css"].startswith("text/css")
+
+
+def test_both_documents_pass_openapi_spec_validator(
+    partner_schema: dict[str, Any], merchant_schema: dict[str, Any]
+) -> None:
+    assert partner_schema["openapi"].startswith("3.1.")
+    validate(partner_schema)  # raises on any departure from OpenAPI 3.1's own schema
+    validate(merchant_schema)
+
+
+def test_oauth_is_where_openapi_tools_look(
+    partner_schema: dict[str, Any], client: TestClient
+) -> None:
+    scheme = partner_schema["components"]["securitySchemes"]["OAuth2"]
+    assert scheme["type"] == "oauth2"
+    flow = scheme["flows"]["authorizationCode"]
+    metadata = client.get("/.well-known/oauth-authorization-server").json()
+    assert flow["authorizationUrl"] == metadata["authorization_endpoint"]
+    assert flow["authorizationUrl"] == "http://testserver/connect/oauth/authorize"
+    assert flow["tokenUrl"] == flow["refreshUrl"] == "/v1/oauth/token"
+    assert urljoin(metadata["issuer"], flow["tokenUrl"]) == metadata["token_endpoint"]
+    assert list(flow["scopes"]) == metadata["scopes_supported"] == ["store"]
+    fields = {
+        "/v1/oauth/token": {"grant_type", "code", "redirect_uri", "code_verifier", "refresh_token"},
+        "/v1/oauth/introspect": {"token", "token_type_hint"},
+        "/v1/oauth/revoke": {"token", "token_type_hint"},
+    }
+    for path, expected in fields.items():
+        operation = partner_schema["paths"][path]["post"]
+        form = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+        assert set(form["properties"]) == expected | {"client_id", "client_secret"}, path
+        for status in ("400", "401"):
+            error = operation["responses"][status]["content"]["application/json"]["schema"]
+            assert error == {"$ref": "#/components/schemas/OAuthError"}, (path, status)
+    answers = partner_schema["components"]["schemas"]
+    assert {"access_token", "token_type", "expires_in", "refresh_token", "storeId"} <= set(
+        answers["OAuthToken"]["required"]
+    )
+    assert set(answers["OAuthError"]["required"]) == {"error", "code"}
+    # The data endpoints take its tokens as they take the consent flow's.
+    for _method, path, operation in operations(partner_schema):
+        if operation.get("security"):
+            assert {"OAuth2": ["store"]} in operation["security"], path
+
+
+def _names_partner(path: str, operation: dict[str, Any]) -> bool:
+    names = {parameter["name"] for parameter in operation.get("parameters", [])}
+    return path.startswith(OAUTH) or bool(operation.get("security")) or "client_id" in names
+
+
+def test_rate_limits_and_replays_are_in_the_document(
+    partner_schema: dict[str, Any], client: TestClient, session: Session
+) -> None:
+    headers = partner_schema["components"]["headers"]
+    assert {"RateLimit", "RateLimit-Policy", "Retry-After", "Idempotent-Replayed"} <= set(headers)
+    named = 0
+    for method, path, operation in operations(partner_schema):
+        responses = operation["responses"]
+        for status, response in responses.items():
+            if status == "429":
+                assert "Retry-After" in response["headers"], (method, path)
+        if _names_partner(path, operation):
+            named += 1
+            assert "rate_limited" in problem_examples(responses["429"]), (method, path)
+            for response in responses.values():
+                assert {"RateLimit", "RateLimit-Policy"} <= set(response["headers"]), path
+    assert named >= 15
+    batch = partner_schema["paths"]["/v1/orders/batch"]["post"]["responses"]["200"]
+    assert batch["headers"]["Idempotent-Replayed"] == {
+        "$ref": "#/components/headers/Idempotent-Replayed"
+    }
+    # ... as the server answers: a request naming a partner carries both fields.
+    partner = create_partner(session)
+    answer = client.get(
+        "/v1/connections",
+        params={"client_id": partner.client_id, "client_secret": partner.client_secret},
+    )
+    assert answer.status_code == 200
+    assert answer.headers["ratelimit-policy"].startswith('"default";q=')
+    assert answer.headers["ratelimit"].startswith('"default";r=')
+
+
+def test_webhook_events_are_in_the_webhooks_section(partner_schema: dict[str, Any]) -> None:
+    webhooks = partner_schema["webhooks"]
+    assert set(webhooks) == set(EVENT_TYPES)
+    schemas = partner_schema["components"]["schemas"]
+    for event_type, item in webhooks.items():
+        operation = item["post"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        event = schemas[body["$ref"].rsplit("/", 1)[1]]
+        assert event["properties"]["type"]["const"] == event_type
+        assert {"id", "type", "createdAt", "data"} <= set(event["required"])
+        signed_by = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+        assert signed_by == {
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+            "PartnerLink-Signature",
+        }
+
+
+def test_docs_sign_in_with_pkce_through_a_redirect_page_served_here(client: TestClient) -> None:
+    html = client.get("/docs").text
+    assert "oauth2RedirectUrl: window.location.origin + '/docs/oauth2-redirect'" in html
+    assert '"usePkceWithAuthorizationCodeGrant": true' in html
+    page = client.get("/docs/oauth2-redirect")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "window.opener.swaggerUIRedirectOauth2" in page.text
+    # Inline: it loads nothing, from here or elsewhere.
+    assert not re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert "cdn" not in page.text.lower() and "http" not in page.text.lower()
+    # The merchant reference has no OAuth to sign in with.
+    assert "oauth2RedirectUrl" not in client.get("/merchant/api/docs").text
+
+
+def test_swagger_ui_gets_a_token_as_it_does_in_a_browser(
+    client: TestClient, session: Session, settings: Settings
+) -> None:
+    """Its Authorize dialog: a popup to the authorization URL with PKCE and `state`, back to
+    the redirect page with the code, then the token request with the form parameters."""
+    reset_budgets(settings)
+    redirect = "http://testserver/docs/oauth2-redirect"
+    world = build_oauth_world(session, redirect_uri=redirect)
+    verifier, state = secrets.token_urlsafe(48), secrets.token_urlsafe(12)
+    query = {
+        "response_type": "code",
+        "client_id": world.partner.client_id,
+        "redirect_uri": redirect,
+        "scope": "store",
+        "state": state,
+        "code_challenge": challenge_of(verifier),
+        "code_challenge_method": "S256",
+    }
+    client.follow_redirects = False
+    back = approve(
+        client, f"/connect/oauth/authorize?{urlencode(query)}", f"store:{world.store.id}"
+    )
+    location = back.headers["location"]
+    assert location.startswith(f"{redirect}?"), location
+    params = {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+    assert params["state"] == state
+    assert client.get(location).status_code == 200  # the popup's page, which hands the code back
+    token = client.post(
+        "/v1/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": params["code"],
+            "client_id": world.partner.client_id,
+            "client_secret": world.partner.client_secret,
+            "redirect_uri": redirect,
+            "code_verifier": verifier,
+        },
+        headers={"X-Requested-With": "XMLHttpRequest"},
+    )
+    assert token.status_code == 200, token.text
+    assert token.json()["token_type"] == "Bearer"
+    bearer = {"Authorization": f"Bearer {token.json()['access_token']}"}
+    assert client.get("/v1/stores", headers=bearer).status_code == 200
+    reset_budgets(settings)

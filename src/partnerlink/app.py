@@ -61,6 +61,7 @@ from partnerlink.tokens.quota import PartnerQuotaLimit
 from partnerlink.validation import problem_from_validation_error
 from partnerlink.web.negotiation import prefers_html
 from partnerlink.webhooks import api as webhooks_api
+from partnerlink.webhooks import reference as webhooks_reference
 from partnerlink.worker import BackgroundWorker
 
 log = logging.getLogger("partnerlink")
@@ -131,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     _include_routers(app)
     _install_error_handlers(app)
-    install_api_docs(app)
+    install_api_docs(app, oauth_scheme=oauth_api.security_scheme(settings))
 
     static_dir = Path(__file__).parent / "static"
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
@@ -168,6 +169,8 @@ def _include_routers(app: FastAPI) -> None:
         webhooks_api.router,
     ):
         app.include_router(router, prefix="/v1")
+    # The webhook events: in the partner API's document (its `webhooks`), never served.
+    app.webhooks.include_router(webhooks_reference.router)
     for router in (
         merchant_api.router,
         consent_merchant_api.router,

@@ -12,8 +12,11 @@ from authlib.integrations.httpx_client import OAuth2Client
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from sqlalchemy.orm import Session
 
+from partnerlink.connect.oauth_web import authorization_budget
+from partnerlink.connect.signin import consent_address_budget
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.partners.service import register_partner
+from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from tests.factories import (
     DEFAULT_PASSWORD,
@@ -38,20 +41,25 @@ class OAuthWorld:
 
 
 def build_oauth_world(
-    session: Session, *, sandbox: bool = False, pos_type: str = "acme-pos"
+    session: Session,
+    *,
+    sandbox: bool = False,
+    pos_type: str = "acme-pos",
+    redirect_uri: str = REDIRECT_URI,
+    email: str = EMAIL,
 ) -> OAuthWorld:
     registered = register_partner(
         session,
         name="Acme POS",
         pos_type=pos_type,
-        redirect_uris=[REDIRECT_URI],
+        redirect_uris=[redirect_uri],
         sandbox=sandbox,
     )
     session.commit()
     partner = PartnerWithSecret(
         registered.partner, registered.partner.client_id, registered.client_secret
     )
-    merchant = create_merchant_account(session, email=EMAIL)
+    merchant = create_merchant_account(session, email=email)
     profile = create_profile(session, merchant)
     store = create_store(session, profile, manual=True)
     return OAuthWorld(partner, merchant, profile, store)
@@ -89,21 +97,23 @@ def start(oauth: OAuth2Client, authorize_endpoint: str) -> Started:
     return Started(url, state, verifier)
 
 
-def sign_in(browser: httpx.Client, authorize_url: str) -> httpx.Response:
+def sign_in(browser: httpx.Client, authorize_url: str, email: str = EMAIL) -> httpx.Response:
     """The merchant opens the link and signs in; answers the choice page."""
     page = browser.get(authorize_url)
     assert page.status_code == 200, page.text
     signin = form(page.text, "/connect/signin")
     chosen = browser.post(
-        "/connect/signin", data={**signin.fields, "email": EMAIL, "password": DEFAULT_PASSWORD}
+        "/connect/signin", data={**signin.fields, "email": email, "password": DEFAULT_PASSWORD}
     )
     assert chosen.status_code == 200, chosen.text
     return chosen
 
 
-def approve(browser: httpx.Client, authorize_url: str, target: str) -> httpx.Response:
+def approve(
+    browser: httpx.Client, authorize_url: str, target: str, email: str = EMAIL
+) -> httpx.Response:
     """Signs in, chooses `target` (`profile:ID` or `store:ID`) and allows."""
-    choose = sign_in(browser, authorize_url)
+    choose = sign_in(browser, authorize_url, email)
     approval = form(choose.text, "/connect/approve")
     return browser.post("/connect/approve", data={**approval.fields, "target": target})
 
@@ -126,3 +136,10 @@ def authorized(browser: httpx.Client, oauth: OAuth2Client, endpoint: str, target
 
 def challenge_of(verifier: str) -> str:
     return str(create_s256_code_challenge(verifier))
+
+
+def reset_budgets(settings: Settings) -> None:
+    """Budgets live in process memory; one test's requests must not count in the next."""
+    for address in ("testclient", "127.0.0.1"):
+        authorization_budget(settings).reset(address)
+        consent_address_budget(settings).reset(address)

@@ -20,8 +20,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.connect.models import OAuthAuthorization
 from partnerlink.connect.oauth_api import metadata
-from partnerlink.connect.oauth_web import AUTHORIZATIONS_PER_ADDRESS, authorization_budget
-from partnerlink.connect.signin import consent_address_budget
+from partnerlink.connect.oauth_web import AUTHORIZATIONS_PER_ADDRESS
 from partnerlink.settings import Settings
 from partnerlink.tokens.models import Connection
 from tests.connect.conftest import fetch_all
@@ -34,6 +33,7 @@ from tests.connect.oauth_steps import (
     build_oauth_world,
     challenge_of,
     redirected_params,
+    reset_budgets,
     sign_in,
     start,
     stock_client,
@@ -49,16 +49,9 @@ INTROSPECT = f"{BASE}/v1/oauth/introspect"
 
 @pytest.fixture(autouse=True)
 def fresh_budgets(settings: Settings) -> Iterator[None]:
-    """Budgets live in process memory; one test's requests must not count in the next."""
-
-    def reset() -> None:
-        for address in ("testclient", "127.0.0.1"):
-            authorization_budget(settings).reset(address)
-            consent_address_budget(settings).reset(address)
-
-    reset()
+    reset_budgets(settings)
     yield
-    reset()
+    reset_budgets(settings)
 
 
 @pytest.fixture
@@ -101,6 +94,8 @@ def test_metadata_names_the_endpoints_and_is_outside_the_403_rule(client: TestCl
     assert body["authorization_endpoint"] == f"{BASE}/connect/oauth/authorize"
     assert body["token_endpoint"] == TOKEN
     assert body["introspection_endpoint"] == INTROSPECT
+    assert body["revocation_endpoint"] == f"{BASE}/v1/oauth/revoke"
+    assert body["scopes_supported"] == ["store"]
     assert body["response_types_supported"] == ["code"]
     assert body["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert body["code_challenge_methods_supported"] == ["S256"]
@@ -188,6 +183,8 @@ def test_introspection_describes_own_tokens_only(
     assert body["exp"] > time.time() + 31536000 - 60
     refresh = oauth.introspect_token(INTROSPECT, token=token["refresh_token"]).json()
     assert refresh["active"] is True and "exp" not in refresh
+    # RFC 7662: token_type is an RFC 6749 §7.1 type; a refresh token has none, so none is said.
+    assert "token_type" not in refresh and refresh["storeId"] == token["storeId"]
     assert oauth.introspect_token(INTROSPECT, token="plk_at_nothing").json() == {"active": False}
     other = build_oauth_world_other(session)
     with stock_client(BASE, other, transport=browser._transport) as intruder:

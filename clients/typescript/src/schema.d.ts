@@ -197,6 +197,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth/introspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OAuth 2.0 token introspection (RFC 7662)
+         * @description Form body `token` (and optional `token_type_hint`); client authentication as for the token endpoint, 401 without it. Another partner's token, or a dead one, answers `{"active": false}`. A refresh token has no `token_type` (RFC 6749 §7.1 types say how an access token is presented).
+         */
+        post: operations["introspect_v1_oauth_introspect_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OAuth 2.0 token revocation (RFC 7009)
+         * @description Form body `token` (an access or refresh token) and optional `token_type_hint`; client authentication as for the token endpoint. Revokes the token's whole connection: its access and refresh tokens are refused from now on, as when the merchant disconnects, and you get `connection.revoked` (reason `partner`). A token that is unknown, already revoked or not yours also answers 200 and changes nothing, so a retry is harmless.
+         */
+        post: operations["revoke_v1_oauth_revoke_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OAuth 2.0 token endpoint (authorization code with PKCE, refresh)
+         * @description RFC 6749 §4.1.3 and §6. Form body; client authentication by HTTP Basic or `client_id`/`client_secret` in the form. Answers `access_token`, `token_type` (Bearer), `expires_in`, `refresh_token`, `storeId`; errors are RFC 6749 §5.2 bodies. A code works once, within a minute: presented again, it revokes what it issued.
+         */
+        post: operations["token_v1_oauth_token_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders": {
         parameters: {
             query?: never;
@@ -403,7 +463,69 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "connection.revoked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A connection was revoked
+         * @description Its tokens no longer work: the merchant disconnected, you revoked it, or the store
+         *     connected to you again (a new pairing or consent replaces the old connection).
+         */
+        post: operations["connection_revoked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "customers.upload.finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A customer file was ingested
+         * @description To the partner whose connection asked for the upload URL.
+         */
+        post: operations["customers_upload_finished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "store.settings.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A store's e-receipt setting changed
+         * @description To every partner connected to the store: offer e-receipts only while it is on.
+         */
+        post: operations["store_settings_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -444,6 +566,38 @@ export interface components {
             method: "consent" | "pairing";
             /** Storeid */
             storeId: string;
+        };
+        /** ConnectionRevokedData */
+        ConnectionRevokedData: {
+            /** Connectionid */
+            connectionId: string;
+            /**
+             * Reason
+             * @description `merchant`: disconnected by the merchant; `partner`: you revoked it; `replaced`: the store connected to you again.
+             * @enum {string}
+             */
+            reason: "merchant" | "partner" | "replaced";
+            /** Storeid */
+            storeId: string;
+        };
+        /** ConnectionRevokedEvent */
+        ConnectionRevokedEvent: {
+            /**
+             * Createdat
+             * @description When the event happened (ISO-8601, UTC).
+             */
+            createdAt: string;
+            data: components["schemas"]["ConnectionRevokedData"];
+            /**
+             * Id
+             * @description `evt_...`, the same on every attempt and replay: deduplicate by it.
+             */
+            id: string;
+            /**
+             * Type
+             * @constant
+             */
+            type: "connection.revoked";
         };
         /**
          * DeliveryList
@@ -576,6 +730,105 @@ export interface components {
              * @default true
              */
             success: boolean;
+        };
+        /**
+         * OAuthError
+         * @description RFC 6749 §5.2's error, with `code` equal to `error` (CONTRACT §3's readers).
+         * @example {
+         *       "code": "invalid_grant",
+         *       "error": "invalid_grant",
+         *       "error_description": "The code was already used or has expired."
+         *     }
+         */
+        OAuthError: {
+            /**
+             * Code
+             * @description The same word as `error`.
+             */
+            code: string;
+            /**
+             * Error
+             * @description `invalid_request`, `invalid_client`, `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, ...
+             */
+            error: string;
+            /** Error Description */
+            error_description?: string | null;
+        };
+        /**
+         * OAuthIntrospection
+         * @description RFC 7662 §2.2. A token that is not live, or not yours, is only `{"active": false}`.
+         * @example {
+         *       "active": true,
+         *       "client_id": "plk_ci_7cDsol-jrEoN8cDQVRl0voyiMWxBhqUEdGSM1YQKW-8",
+         *       "exp": 1795536000,
+         *       "iat": 1764000000,
+         *       "method": "consent",
+         *       "scope": "store",
+         *       "storeId": "0b6a3c1e5f2d4a7b9c8d1e2f3a4b5c6d",
+         *       "token_type": "Bearer"
+         *     }
+         */
+        OAuthIntrospection: {
+            /** Active */
+            active: boolean;
+            /** Client Id */
+            client_id?: string | null;
+            /**
+             * Exp
+             * @description Absent for tokens that do not expire.
+             */
+            exp?: number | null;
+            /** Iat */
+            iat?: number | null;
+            /** Method */
+            method?: ("consent" | "pairing") | null;
+            /** Scope */
+            scope?: string | null;
+            /** Storeid */
+            storeId?: string | null;
+            /**
+             * Token Type
+             * @description An access token's; a refresh token has none (RFC 6749 §7.1).
+             */
+            token_type?: "Bearer" | null;
+        };
+        /**
+         * OAuthRevoked
+         * @description RFC 7009 §2.2: 200 with an empty object, whether or not there was a live token.
+         * @example {}
+         */
+        OAuthRevoked: Record<string, never>;
+        /**
+         * OAuthToken
+         * @description RFC 6749 §5.1's answer, plus the store the tokens reach.
+         * @example {
+         *       "access_token": "plk_at_5q6EkdITGsitG-u4erSfa1wJBe_5C1mW_N4LEg15csk",
+         *       "expires_in": 31536000,
+         *       "refresh_token": "plk_rt_Z2BOUjHvmFXH-OGv9DEitoMn8hyCLvWFKpM-dLHf8U8",
+         *       "storeId": "0b6a3c1e5f2d4a7b9c8d1e2f3a4b5c6d",
+         *       "token_type": "Bearer"
+         *     }
+         */
+        OAuthToken: {
+            /** Access Token */
+            access_token: string;
+            /**
+             * Expires In
+             * @description Seconds the access token lives (a year).
+             */
+            expires_in: number;
+            /**
+             * Refresh Token
+             * @description Lives as long as the connection (SPEC).
+             */
+            refresh_token: string;
+            /** Storeid */
+            storeId: string;
+            /**
+             * Token Type
+             * @constant
+             */
+            token_type: "Bearer";
         };
         /** OrderAccepted */
         OrderAccepted: {
@@ -984,6 +1237,32 @@ export interface components {
              */
             greenInvoices: boolean;
         };
+        /** StoreSettingsUpdatedData */
+        StoreSettingsUpdatedData: {
+            /** Greeninvoices */
+            greenInvoices: boolean;
+            /** Storeid */
+            storeId: string;
+        };
+        /** StoreSettingsUpdatedEvent */
+        StoreSettingsUpdatedEvent: {
+            /**
+             * Createdat
+             * @description When the event happened (ISO-8601, UTC).
+             */
+            createdAt: string;
+            data: components["schemas"]["StoreSettingsUpdatedData"];
+            /**
+             * Id
+             * @description `evt_...`, the same on every attempt and replay: deduplicate by it.
+             */
+            id: string;
+            /**
+             * Type
+             * @constant
+             */
+            type: "store.settings.updated";
+        };
         /**
          * TokenStatusOut
          * @example {
@@ -1014,6 +1293,47 @@ export interface components {
             posType: string | null;
             /** Storeid */
             storeId: string;
+        };
+        /** UploadFinishedData */
+        UploadFinishedData: {
+            /** Created */
+            created: number;
+            /** Records */
+            records: number;
+            /** Rejected */
+            rejected: number;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "done" | "failed";
+            /** Storeid */
+            storeId: string;
+            /** Unchanged */
+            unchanged: number;
+            /** Updated */
+            updated: number;
+            /** Uploadid */
+            uploadId: string;
+        };
+        /** UploadFinishedEvent */
+        UploadFinishedEvent: {
+            /**
+             * Createdat
+             * @description When the event happened (ISO-8601, UTC).
+             */
+            createdAt: string;
+            data: components["schemas"]["UploadFinishedData"];
+            /**
+             * Id
+             * @description `evt_...`, the same on every attempt and replay: deduplicate by it.
+             */
+            id: string;
+            /**
+             * Type
+             * @constant
+             */
+            type: "customers.upload.finished";
         };
         /** UploadReceivedOut */
         UploadReceivedOut: {
@@ -1070,7 +1390,16 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description `true` when this is the first answer to the same `Idempotency-Key` and body, answered again: nothing was applied this time. */
+        "Idempotent-Replayed": "true";
+        /** @description What is left of it, when the request names you: `"default";r=<remaining>;t=<seconds to the reset>`. */
+        RateLimit: string;
+        /** @description Your quota, when the request names you (IETF httpapi draft): `"default";q=<requests>;w=<window seconds>`. */
+        "RateLimit-Policy": string;
+        /** @description Seconds to wait before sending again. */
+        "Retry-After": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1094,6 +1423,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1109,6 +1440,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1118,6 +1451,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1127,6 +1462,20 @@ export interface operations {
             /** @description Not Found — code `unknown_integration_token` */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1136,6 +1485,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1161,6 +1512,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1176,6 +1529,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1185,6 +1540,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1194,6 +1563,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1271,6 +1642,7 @@ export interface operations {
             /** @description Too Many Requests — code `rate_limited` */
             429: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1307,6 +1679,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1325,6 +1699,8 @@ export interface operations {
             /** @description Bad Request — code `not_finished`, `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1334,6 +1710,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1343,6 +1721,8 @@ export interface operations {
             /** @description Not Found — code `unknown_integration_token` */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1352,6 +1732,20 @@ export interface operations {
             /** @description Gone — code `already_exchanged` */
             410: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1361,6 +1755,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1388,6 +1784,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1402,6 +1800,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1411,6 +1811,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1420,6 +1834,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1449,6 +1865,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1465,6 +1883,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_grant_type`, `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1474,6 +1894,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials`, `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1483,6 +1917,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1509,6 +1945,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1527,6 +1965,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1536,6 +1976,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1545,6 +1999,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1574,6 +2030,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1595,6 +2053,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field`, `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1604,6 +2064,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1613,6 +2087,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1639,6 +2115,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1648,6 +2126,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1657,6 +2137,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1666,6 +2160,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1694,6 +2190,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1703,6 +2201,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1712,6 +2212,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1721,6 +2223,20 @@ export interface operations {
             /** @description Not Found — code `not_found` */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1730,6 +2246,293 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    introspect_v1_oauth_introspect_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description `client_secret_post`: your client id here, or HTTP Basic instead. */
+                    client_id?: string;
+                    /** @description `client_secret_post`: your client secret here, or HTTP Basic instead. */
+                    client_secret?: string;
+                    /** @description An access or a refresh token. */
+                    token: string;
+                    /**
+                     * @description Optional: the token is found whatever its kind.
+                     * @enum {string}
+                     */
+                    token_type_hint?: "access_token" | "refresh_token";
+                };
+            };
+        };
+        responses: {
+            /** @description What the token is (RFC 7662 §2.2). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthIntrospection"];
+                };
+            };
+            /** @description RFC 6749 §5.2 error: `invalid_request`, `invalid_grant`, ... */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_client`: client authentication failed. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Request Entity Too Large — code `payload_too_large` */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error — code `internal_error` */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revoke_v1_oauth_revoke_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description `client_secret_post`: your client id here, or HTTP Basic instead. */
+                    client_id?: string;
+                    /** @description `client_secret_post`: your client secret here, or HTTP Basic instead. */
+                    client_secret?: string;
+                    /** @description An access or a refresh token. */
+                    token: string;
+                    /**
+                     * @description Optional: the token is found whatever its kind.
+                     * @enum {string}
+                     */
+                    token_type_hint?: "access_token" | "refresh_token";
+                };
+            };
+        };
+        responses: {
+            /** @description Revoked, or nothing to revoke (RFC 7009 §2.2). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthRevoked"];
+                };
+            };
+            /** @description RFC 6749 §5.2 error: `invalid_request`, `invalid_grant`, ... */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_client`: client authentication failed. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Request Entity Too Large — code `payload_too_large` */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error — code `internal_error` */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    token_v1_oauth_token_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description `client_secret_post`: your client id here, or HTTP Basic instead. */
+                    client_id?: string;
+                    /** @description `client_secret_post`: your client secret here, or HTTP Basic instead. */
+                    client_secret?: string;
+                    /** @description authorization_code: the redirect's `code`. */
+                    code?: string;
+                    /** @description authorization_code: the PKCE verifier whose S256 challenge the authorization request sent (RFC 7636). */
+                    code_verifier?: string;
+                    /** @enum {string} */
+                    grant_type: "authorization_code" | "refresh_token";
+                    /** @description authorization_code: the `redirect_uri` of the authorization request, when it named one. */
+                    redirect_uri?: string;
+                    /** @description refresh_token: the refresh token. */
+                    refresh_token?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tokens (RFC 6749 §5.1). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthToken"];
+                };
+            };
+            /** @description RFC 6749 §5.2 error: `invalid_request`, `invalid_grant`, ... */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_client`: client authentication failed. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Request Entity Too Large — code `payload_too_large` */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error — code `internal_error` */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1757,6 +2560,8 @@ export interface operations {
             /** @description The order, in the field names of its request. */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1768,6 +2573,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1777,6 +2584,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_token`, `receipts_disabled` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1786,6 +2595,20 @@ export interface operations {
             /** @description Not Found — code `not_found` */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1795,6 +2618,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1825,6 +2650,8 @@ export interface operations {
             /** @description Stored (or acknowledged when stale). */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1834,6 +2661,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field`, `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1843,6 +2672,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1852,6 +2683,20 @@ export interface operations {
             /** @description Request Entity Too Large — code `payload_too_large` */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1861,6 +2706,8 @@ export interface operations {
             /** @description Internal Server Error — code `unavailable`, `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1894,6 +2741,9 @@ export interface operations {
             /** @description One result per order, in the request's order. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1924,6 +2774,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1933,6 +2785,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1942,6 +2796,8 @@ export interface operations {
             /** @description Conflict — code `idempotency_key_reused` */
             409: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1951,6 +2807,20 @@ export interface operations {
             /** @description Request Entity Too Large — code `payload_too_large` */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1960,6 +2830,8 @@ export interface operations {
             /** @description Internal Server Error — code `unavailable`, `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1985,6 +2857,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1994,6 +2868,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2003,6 +2879,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2012,6 +2902,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2039,6 +2931,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2048,6 +2942,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field`, `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2057,6 +2953,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2066,6 +2976,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2092,6 +3004,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2101,6 +3015,8 @@ export interface operations {
             /** @description Bad Request — code `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2110,6 +3026,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2119,6 +3049,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2149,6 +3081,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2158,6 +3092,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field`, `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2167,6 +3103,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_token` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2176,6 +3114,20 @@ export interface operations {
             /** @description Request Entity Too Large — code `payload_too_large` */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2185,6 +3137,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2307,6 +3261,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2316,6 +3272,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field`, `invalid_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2325,6 +3283,20 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2334,6 +3306,8 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2361,6 +3335,8 @@ export interface operations {
             /** @description Successful Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2370,6 +3346,8 @@ export interface operations {
             /** @description Bad Request — code `missing_field` */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,6 +3357,8 @@ export interface operations {
             /** @description Forbidden — code `invalid_credentials` */
             403: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2388,6 +3368,20 @@ export interface operations {
             /** @description Not Found — code `unknown_event` */
             404: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests — code `rate_limited` */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2397,11 +3391,127 @@ export interface operations {
             /** @description Internal Server Error — code `internal_error` */
             500: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    connection_revoked: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `id`. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256>` of "<webhook-id>.<webhook-timestamp>.<raw body>", keyed with the bytes after `whsec_`; two, space-separated, for 24 h after a secret's rotation. */
+                "webhook-signature": string;
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, keyed with the whole secret; a second `v1=` for 24 h after a rotation. */
+                "PartnerLink-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionRevokedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx). Answer within 10 s; do the work afterwards. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer within 10 s: sent again later, the wait doubling, for 72 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customers_upload_finished: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `id`. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256>` of "<webhook-id>.<webhook-timestamp>.<raw body>", keyed with the bytes after `whsec_`; two, space-separated, for 24 h after a secret's rotation. */
+                "webhook-signature": string;
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, keyed with the whole secret; a second `v1=` for 24 h after a rotation. */
+                "PartnerLink-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadFinishedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx). Answer within 10 s; do the work afterwards. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer within 10 s: sent again later, the wait doubling, for 72 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    store_settings_updated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's `id`. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256>` of "<webhook-id>.<webhook-timestamp>.<raw body>", keyed with the bytes after `whsec_`; two, space-separated, for 24 h after a secret's rotation. */
+                "webhook-signature": string;
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, keyed with the whole secret; a second `v1=` for 24 h after a rotation. */
+                "PartnerLink-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StoreSettingsUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx). Answer within 10 s; do the work afterwards. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer within 10 s: sent again later, the wait doubling, for 72 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

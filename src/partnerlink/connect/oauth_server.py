@@ -1,7 +1,8 @@
 """Authlib's framework-agnostic authorization server over our partners, consents and tokens.
 
 Authlib parses and checks the protocol (RFC 6749 requests and errors, PKCE of
-RFC 7636, introspection of RFC 7662, metadata of RFC 8414); the classes here only
+RFC 7636, metadata of RFC 8414; introspection and revocation are oauth_endpoints.py's,
+on this server); the classes here only
 answer its questions from our tables: who a client is, where a code is, what a
 token is. One server is built per request around that request's session (its one
 commit point), since Authlib's hooks carry no session of their own.
@@ -26,14 +27,12 @@ from authlib.oauth2.rfc6749 import (
 from authlib.oauth2.rfc6749.requests import OAuth2Payload
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from authlib.oauth2.rfc7636 import CodeChallenge, create_s256_code_challenge
-from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from partnerlink.connect import oauth_flow
 from partnerlink.connect.models import OAuthAuthorization
 from partnerlink.connect.service import authenticate_client
-from partnerlink.db.base import utcnow
 from partnerlink.partners.models import Partner
 from partnerlink.partners.service import find_partner_by_client_id
 from partnerlink.problems import InvalidCredentials
@@ -44,6 +43,10 @@ from partnerlink.tokens.service import find_refreshable_connection, issue_access
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
 GRANT_TYPES = ("authorization_code", "refresh_token")
+# The one scope there is: a token reaches its one store's profile, customers and orders,
+# whatever scope a request asks for (RFC 6749 §3.3 lets the server ignore what is asked).
+SCOPE = "store"
+SCOPES = {SCOPE: "The connected store's profile, customers and orders (every /v1 data endpoint)."}
 MAX_STATE_LENGTH = 1024
 # Authlib refuses plain-http URIs unless told through a process-wide variable; whether
 # this service runs behind https is the deployment's choice (CONTRACT §12's HSTS), so
@@ -159,7 +162,7 @@ class S256Challenge(CodeChallenge):
         return "S256"
 
 
-class _Server(AuthorizationServer):
+class PartnerLinkServer(AuthorizationServer):
     def __init__(self, session: Session, settings: Settings) -> None:
         super().__init__()
         self.session = session
@@ -184,7 +187,7 @@ class _Server(AuthorizationServer):
         """No listeners."""
 
 
-def _authenticated(server: _Server, client_id: str | None, secret: str | None) -> Any:
+def _authenticated(server: PartnerLinkServer, client_id: str | None, secret: str | None) -> Any:
     """The partners' own constant-time check: an unknown id costs what a wrong secret does."""
     if not client_id or not secret:
         return None
@@ -195,7 +198,7 @@ def _authenticated(server: _Server, client_id: str | None, secret: str | None) -
     return PartnerClient(partner)
 
 
-def _client_secret_basic(server: _Server) -> Any:
+def _client_secret_basic(server: PartnerLinkServer) -> Any:
     def authenticate(_query_client: Any, request: OAuth2Request) -> Any:
         try:
             client_id, secret = extract_basic_authorization(request.headers)
@@ -206,7 +209,7 @@ def _client_secret_basic(server: _Server) -> Any:
     return authenticate
 
 
-def _client_secret_post(server: _Server) -> Any:
+def _client_secret_post(server: PartnerLinkServer) -> Any:
     def authenticate(_query_client: Any, request: OAuth2Request) -> Any:
         form = request.form
         return _authenticated(server, form.get("client_id"), form.get("client_secret"))
@@ -216,7 +219,7 @@ def _client_secret_post(server: _Server) -> Any:
 
 class CodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
-    server: _Server
+    server: PartnerLinkServer
 
     def generate_authorization_code(self) -> str:
         return oauth_flow.new_code()
@@ -275,7 +278,7 @@ class _RefreshCredential:
 
 class RefreshGrant(grants.RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
-    server: _Server
+    server: PartnerLinkServer
 
     def authenticate_refresh_token(self, refresh_token: str) -> _RefreshCredential:
         return _RefreshCredential(self.server.session, refresh_token)
@@ -287,7 +290,7 @@ class RefreshGrant(grants.RefreshTokenGrant):
         """SPEC: a refresh token lives as long as its connection, and so do older access tokens."""
 
 
-def _token_generator(server: _Server) -> Any:
+def _token_generator(server: PartnerLinkServer) -> Any:
     ttl = server.settings.access_token_ttl_seconds
 
     def generate(
@@ -321,53 +324,13 @@ def _token_generator(server: _Server) -> Any:
     return generate
 
 
-class Introspection(IntrospectionEndpoint):
-    CLIENT_AUTH_METHODS = AUTH_METHODS
-    server: _Server
-
-    def query_token(self, token_string: str, token_type_hint: str | None) -> _Introspected | None:
-        found = oauth_flow.introspect(self.server.session, value=token_string)
-        return _Introspected(found) if found is not None else None
-
-    def check_permission(self, token: _Introspected, client: PartnerClient, request: Any) -> bool:
-        # A partner learns nothing of another partner's tokens: they read as inactive.
-        return token.info.partner_id == client.partner.id
-
-    def introspect_token(self, token: _Introspected) -> dict[str, Any]:
-        info = token.info
-        body: dict[str, Any] = {
-            "active": True,
-            "client_id": info.client_id,
-            "token_type": "Bearer" if info.kind == "access" else "refresh_token",
-            "iat": int(info.created_at.timestamp()),
-            "storeId": info.store_id,
-            "method": info.method,
-        }
-        if info.expires_at is not None:
-            body["exp"] = int(info.expires_at.timestamp())
-        return body
-
-
-@dataclass(frozen=True)
-class _Introspected:
-    info: oauth_flow.IntrospectedToken
-
-    def is_expired(self) -> bool:
-        expires_at = self.info.expires_at
-        return expires_at is not None and expires_at <= utcnow()
-
-    def is_revoked(self) -> bool:
-        return self.info.revoked
-
-
-def authorization_server(session: Session, settings: Settings) -> _Server:
-    server = _Server(session, settings)
+def authorization_server(session: Session, settings: Settings) -> PartnerLinkServer:
+    server = PartnerLinkServer(session, settings)
     server.register_client_auth_method("client_secret_basic", _client_secret_basic(server))
     server.register_client_auth_method("client_secret_post", _client_secret_post(server))
     server.register_grant(CodeGrant, [S256Challenge(required=True)])
     server.register_grant(RefreshGrant)
     server.register_token_generator("default", _token_generator(server))
-    server.register_endpoint(Introspection)
     return server
 
 
