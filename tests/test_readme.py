@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from typer._click import Context
 from partnerlink.cli import app as cli_app
 from partnerlink.settings import Settings
 from tests.conftest import LiveServer
+from tests.walkthroughs import checkout_command, json_answers, run_blocks, sh_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -86,12 +85,6 @@ def test_walkthrough_uses_the_demos_variable_names() -> None:
     assert "PL_BASE" not in walkthrough and "CLIENT_ID=" not in walkthrough
 
 
-def walkthrough_blocks(first: str, until: str) -> list[str]:
-    """The ```sh blocks of the README from the heading `first` to the text `until`."""
-    part = README[README.index(first) : README.index(until)]
-    return re.findall(r"```sh\n(.*?)```", part, re.S)
-
-
 @pytest.mark.slow
 def test_walkthrough_sections_three_and_four_do_what_they_show(
     live_server: LiveServer, tmp_path: Path
@@ -99,27 +92,16 @@ def test_walkthrough_sections_three_and_four_do_what_they_show(
     """Pasted after the demo's pairing block, as a newcomer would (`.venv/bin/partnerlink`
     being this checkout's command line on the server's database)."""
     demo = json.loads(live_server.cli("demo", "--json").stdout)
-    command = tmp_path / ".venv" / "bin" / "partnerlink"
-    command.parent.mkdir(parents=True)
-    command.write_text(f'#!/bin/sh\nexec {sys.executable} -m partnerlink "$@"\n')
-    command.chmod(0o755)
-    blocks = walkthrough_blocks("### 3. Sending data", "Touches may arrive before")
+    checkout_command(tmp_path)
+    blocks = sh_blocks(README, "### 3. Sending data", "Touches may arrive before")
     script = "\n".join([demo["commands"][-1]["command"], *blocks]).replace(
         "PW=...", f"PW='{demo['merchant']['password']}'"
     )
 
-    done = subprocess.run(
-        ["bash", "-eo", "pipefail", "-c", script],
-        cwd=tmp_path,
-        env=live_server.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_blocks([script], tmp_path, live_server.env, timeout=600)
 
     assert done.returncode == 0, done.stderr + done.stdout
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    answers = [a for a in json_answers(done.stdout) if isinstance(a, dict)]
     stored = [a["store"] for a in answers if "store" in a]
     assert stored[-1]["currency"] == "EUR" and stored[-1]["address"]["country"] == "DE"
     assert {"greenInvoices": True} in answers
