@@ -38,6 +38,7 @@ class PartnerlinkCommand(CommandGroup):
 app = typer.Typer(
     cls=PartnerlinkCommand,
     help="PartnerLink: connect partners' systems to merchant accounts.",
+    rich_markup_mode=None,  # plain help, like every command's (cli/help_text.py)
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

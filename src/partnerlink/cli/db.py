@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import typer
-
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate, print_json
+from partnerlink.cli.help_text import Commands
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 
 @app.command("upgrade")

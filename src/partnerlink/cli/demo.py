@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
+from partnerlink.cli.help_text import Commands
 from partnerlink.merchant.accounts import create_merchant
 from partnerlink.merchant.manual_stores import create_manual_store
 from partnerlink.merchant.models import Merchant, Profile
@@ -59,10 +60,13 @@ class DemoSetup:
     pairing_expires_at: str
 
 
-app = typer.Typer()
+app = Commands()
 
 
-@app.command("demo")
+@app.command(
+    "demo",
+    short_help="A demo partner, merchant, profile and store, with ready-to-paste commands.",
+)
 def demo(json_output: bool = JsonOption) -> None:
     """Create (or reuse) a demo partner, merchant, profile and store, with ready-to-paste commands."""
     settings = load_settings()

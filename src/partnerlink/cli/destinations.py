@@ -17,12 +17,13 @@ from partnerlink.cli.common import (
     print_json,
     unit_of_work,
 )
+from partnerlink.cli.help_text import Commands
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations.schemas import destination_json
 from partnerlink.destinations.service import UnknownDestination, by_id, every_destination
 from partnerlink.destinations.tasks import sync_now
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 
 def _with_profile(destination: Any) -> dict[str, Any]:
@@ -57,7 +58,12 @@ def list_(json_output: bool = JsonOption) -> None:
 
 
 @app.command("sync")
-def sync(destination_id: str, json_output: bool = JsonOption) -> None:
+def sync(
+    destination_id: str = typer.Argument(
+        ..., metavar="DESTINATION_ID", help="The destination's id (destinations list shows it)."
+    ),
+    json_output: bool = JsonOption,
+) -> None:
     """Sync one destination now (also one waiting for new credentials)."""
     settings = load_settings()
     with unit_of_work(settings) as session:

@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
+from partnerlink.cli.help_text import Commands
 from partnerlink.partners.service import (
     list_partners,
     register_partner,
@@ -22,27 +23,37 @@ from partnerlink.webhooks.registration import (
 )
 
 WebhookUrlOption = typer.Option(
-    None, "--webhook-url", help="Where the partner's webhook events are POSTed (http or https)."
+    None,
+    "--webhook-url",
+    metavar="URL",
+    help="Where the partner's webhook events are POSTed (http or https).",
 )
 
 RedirectUriOption = typer.Option(
     [],
     "--redirect-uri",
+    metavar="URL",
     help="OAuth redirect URI the partner may be sent back to (repeatable; exact match).",
 )
+ClientIdArgument = typer.Argument(
+    ..., metavar="CLIENT_ID", help="The partner's client id (plk_ci_...; partners list shows it)."
+)
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 
 @app.command("create")
 def create(
     name: str = typer.Option(..., "--name", help="Partner's display name."),
     pos_type: str = typer.Option(
-        ..., "--pos-type", help="Slug naming this partner, e.g. acme-pos."
+        ..., "--pos-type", metavar="SLUG", help="Slug naming this partner, e.g. acme-pos."
     ),
     ereceipt: bool = typer.Option(False, "--ereceipt", help="Partner offers SMS e-receipts."),
     frame_origin: list[str] = typer.Option(
-        [], "--frame-origin", help="Origin allowed to frame the consent screen (repeatable)."
+        [],
+        "--frame-origin",
+        metavar="ORIGIN",
+        help="Origin (scheme://host[:port]) allowed to frame the consent screen (repeatable).",
     ),
     webhook_url: str | None = WebhookUrlOption,
     redirect_uri: list[str] = RedirectUriOption,
@@ -98,12 +109,13 @@ def create(
 
 @app.command("update")
 def update(
-    client_id: str,
+    client_id: str = ClientIdArgument,
     webhook_url: str | None = WebhookUrlOption,
     redirect_uri: list[str] = RedirectUriOption,
     requests_per_minute: int | None = typer.Option(
         None,
         "--requests-per-minute",
+        metavar="N",
         help="The partner's own quota of /v1 requests a minute (default: the setting's).",
     ),
     json_output: bool = JsonOption,
@@ -147,7 +159,7 @@ def update(
 
 
 @app.command("rotate-webhook-secret")
-def rotate_webhook(client_id: str, json_output: bool = JsonOption) -> None:
+def rotate_webhook(client_id: str = ClientIdArgument, json_output: bool = JsonOption) -> None:
     """Mint a new webhook signing secret; the old one keeps signing beside it for 24 hours."""
     settings = load_settings()
     with unit_of_work(settings) as session:
@@ -208,7 +220,7 @@ def _print_partners(
 
 
 @app.command("rotate-secret")
-def rotate_secret(client_id: str, json_output: bool = JsonOption) -> None:
+def rotate_secret(client_id: str = ClientIdArgument, json_output: bool = JsonOption) -> None:
     """Mint a new client secret; the old one stops working at once."""
     with unit_of_work() as session:
         secret = rotate_client_secret(session, client_id)

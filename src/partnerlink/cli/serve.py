@@ -11,21 +11,28 @@ import typer
 import uvicorn.config
 
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate
+from partnerlink.cli.help_text import Commands
 from partnerlink.cli.serving import run_server
 from partnerlink.log_format import use_json_logs
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.settings import SERVER_PROCESS_ENV
 
 # The web app itself is imported by uvicorn's server processes (`create_app`), not here.
-app = typer.Typer()
+app = Commands()
 
 
-@app.command("serve")
+@app.command(
+    "serve", short_help="Migrate the database if needed, then serve everything on one port."
+)
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8000, help="Port to listen on."),
+    host: str = typer.Option(
+        "127.0.0.1", metavar="ADDRESS", help="Address to listen on (0.0.0.0: every one)."
+    ),
+    port: int = typer.Option(8000, metavar="PORT", help="Port to listen on."),
     workers: int = typer.Option(
-        0, help="Server processes; 0 = 1 on SQLite (one writer), one per core on PostgreSQL."
+        0,
+        metavar="N",
+        help="Server processes; 0 = 1 on SQLite (one writer), one per core on PostgreSQL.",
     ),
     json_output: bool = JsonOption,
 ) -> None:

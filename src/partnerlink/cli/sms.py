@@ -7,14 +7,17 @@ from typing import Any
 import typer
 
 from partnerlink.cli.common import JsonOption, print_blocks, unit_of_work
+from partnerlink.cli.help_text import Commands
 from partnerlink.receipts.queries import list_messages
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 
 @app.command("list")
 def list_(
-    limit: int = typer.Option(20, "--limit", min=1, max=10_000, help="How many, newest first."),
+    limit: int = typer.Option(
+        20, "--limit", min=1, max=10_000, metavar="N", help="How many, newest first."
+    ),
     json_output: bool = JsonOption,
 ) -> None:
     """List e-receipt messages (the `outbox` provider records them instead of sending)."""

@@ -16,9 +16,10 @@ from partnerlink.cli.common import (
     print_json,
     unit_of_work,
 )
+from partnerlink.cli.help_text import Commands
 from partnerlink.measurement.service import import_touch_lines
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 PROGRESS_FROM_BYTES = 1_000_000  # smaller files finish before a bar is worth drawing
 SHOWN_REJECTIONS = 50
@@ -26,7 +27,7 @@ SHOWN_REJECTIONS = 50
 
 @app.command("import")
 def import_(
-    file: Path = typer.Argument(..., help="JSON lines: one touch object per line."),
+    file: Path = typer.Argument(..., metavar="FILE", help="JSON lines: one touch object per line."),
     json_output: bool = JsonOption,
 ) -> None:
     """Import ad touches (the merchant API's code path); rejected lines are listed by number."""

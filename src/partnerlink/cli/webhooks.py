@@ -8,10 +8,11 @@ from typing import Any
 import typer
 
 from partnerlink.cli.common import JsonOption, print_blocks, print_json, unit_of_work
+from partnerlink.cli.help_text import Commands
 from partnerlink.webhooks.log import delivery_log
 from partnerlink.webhooks.schedule import retry_event
 
-app = typer.Typer(no_args_is_help=True)
+app = Commands(no_args_is_help=True)
 
 
 @app.command("list")
@@ -19,7 +20,9 @@ def list_(
     failed: bool = typer.Option(
         False, "--failed", help="Only events given up, or failing and waiting for a retry."
     ),
-    limit: int = typer.Option(50, "--limit", min=1, max=10_000, help="How many, newest first."),
+    limit: int = typer.Option(
+        50, "--limit", min=1, max=10_000, metavar="N", help="How many, newest first."
+    ),
     json_output: bool = JsonOption,
 ) -> None:
     """List webhook events and how their delivery went."""
@@ -40,7 +43,12 @@ def _event_lines(row: dict[str, Any]) -> list[str]:
 
 
 @app.command("retry")
-def retry(event_id: str, json_output: bool = JsonOption) -> None:
+def retry(
+    event_id: str = typer.Argument(
+        ..., metavar="EVENT_ID", help="The event's id (webhooks list shows it)."
+    ),
+    json_output: bool = JsonOption,
+) -> None:
     """Make a failed or pending webhook event due now (the worker sends it at once)."""
     with unit_of_work() as session:
         event = retry_event(session, event_id)

@@ -6,20 +6,34 @@ import logging
 import signal
 import threading
 
-import typer
-
 from partnerlink.cli.common import JsonOption, console, load_settings, migrate
+from partnerlink.cli.help_text import Commands
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.log_format import JsonFormatter
 from partnerlink.security.redaction import install_log_redaction
 from partnerlink.worker import BackgroundWorker
 
-app = typer.Typer()
+app = Commands()
 
 
-@app.command("worker")
+@app.command(
+    "worker",
+    short_help="Run the background worker (orders, uploads, receipts, webhooks, ad "
+    "platforms) as its own process.",
+)
 def worker(json_output: bool = JsonOption) -> None:
-    """Run the background worker (uploads, e-receipts) as its own process."""
+    """Run the background worker as its own process (then set PARTNERLINK_RUN_WORKER=false
+    on the servers, which run one inside by default).
+
+    It applies journaled orders (those acknowledged under load); ingests customer uploads
+    (re-classifying the orders of a customer who gained an email or phone) and deletes
+    the files of uploads cut off midway; sends e-receipts (text messages); delivers
+    partners' webhooks (events, retried with backoff); brings ad platforms up to date
+    (Meta and Google destinations: audiences and sales); forgets idempotency keys once
+    they expire (24 h); and counts large profiles' audience sizes again before they get
+    stale.
+
+    Several workers may run side by side: each claims its rows with a lease."""
     settings = load_settings()
     logging.basicConfig(level=logging.INFO)
     if settings.log_format == "json":
