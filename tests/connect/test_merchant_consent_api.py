@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.connect.models import IntegrationToken
+from partnerlink.connect.oauth_flow import AuthorizationRequest, start_authorization
 from partnerlink.stores.models import Store
 from tests.connect.conftest import (
     World,
@@ -194,6 +195,31 @@ def test_approving_a_store_that_was_not_added_by_hand_answers_400_and_stores_not
     rows = session.scalars(select(IntegrationToken).order_by(IntegrationToken.created_at)).all()
     assert [row.status for row in rows] == ["finished", "pending"]
     assert rows[1].store_id is None and rows[1].merchant_id is None
+    session.rollback()
+
+
+def test_an_oauth_consent_is_refused_here_and_nothing_is_stored(
+    client: TestClient, session: Session, world: World, headers: dict[str, str]
+) -> None:
+    """An OAuth authorize page's consent gets its code only from that page's approval;
+    approved here, no code would ever be issued and its new store would be nobody's."""
+    asked = AuthorizationRequest("https://pos.example.com/oauth/callback", "st", "c" * 43)
+    token = start_authorization(
+        session, partner=world.partner.partner, request=asked, ttl_seconds=3600
+    )
+    session.commit()
+    stores = set(session.scalars(select(Store.id)))
+    choices = ({"profileId": world.profile.id}, {"storeId": world.store.id})
+    session.rollback()  # SQLite's one connection goes back to the app
+    for choice in choices:
+        body = {"clientId": world.partner.client_id, "greenInvoices": True, **choice}
+        response = client.post(f"{CONSENTS}/{token}/approve", json=body, headers=headers)
+        assert_problem(response, 400, "invalid_field")
+        assert [e["field"] for e in response.json()["errors"]] == ["integrationToken"]
+    session.rollback()
+    row = fetch_one(session, select(IntegrationToken))
+    assert (row.status, row.store_id, row.merchant_id) == ("pending", None, None)
+    assert set(session.scalars(select(Store.id))) == stores
     session.rollback()
 
 

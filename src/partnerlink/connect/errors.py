@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from partnerlink.problems import BadRequest, Gone, InvalidToken, NotFound
+from partnerlink.problems import BadRequest, Gone, InvalidToken, NotFound, ValidationFailed
 
 
 class MissingField(BadRequest):
@@ -42,3 +42,20 @@ class IntegrationTokenGone(Gone):
 
 class UnknownRefreshToken(InvalidToken):
     detail = "The refresh token is unknown, or the integration's access was revoked."
+
+
+class OAuthConsentElsewhere(ValidationFailed):
+    """An OAuth request's consent, approved where no code can be issued (the merchant API):
+    its store would be nobody's, so nothing is stored."""
+
+    detail = (
+        "This consent answers an OAuth authorization request: the merchant approves it on"
+        " its authorize page, which returns them to the partner with a code."
+    )
+
+    def __init__(self) -> None:
+        super().__init__(
+            errors=[
+                {"field": "integrationToken", "message": "approved on its OAuth authorize page"}
+            ]
+        )

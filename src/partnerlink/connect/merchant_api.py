@@ -54,6 +54,7 @@ def read_consent(
             code="missing_field",
             errors=[{"field": "profileId", "message": "give exactly one of profileId, storeId"}],
         ),
+        service.OAuthConsentElsewhere(),
         service.UnknownClient,
         service.UnknownIntegrationToken,
         service.IntegrationTokenGone,

@@ -22,6 +22,7 @@ from partnerlink.connect.errors import (
     InvalidGrantType,
     MissingField,
     NotFinished,
+    OAuthConsentElsewhere,
     UnknownClient,
     UnknownIntegrationToken,
     UnknownRefreshToken,
@@ -51,6 +52,7 @@ __all__ = [  # the errors live in connect/errors.py; callers name them through t
     "InvalidGrantType",
     "MissingField",
     "NotFinished",
+    "OAuthConsentElsewhere",
     "UnknownClient",
     "UnknownIntegrationToken",
     "UnknownRefreshToken",
@@ -314,11 +316,15 @@ def approve_consent(
     profile_id: str | None = None,
     store_id: str | None = None,
     green_invoices: bool = False,
+    ends_oauth: bool = False,
 ) -> str:
     """Records the merchant's consent and chosen store; returns the store id.
 
     Everything that can refuse (ownership, state) is checked before the first
     write, so a caller that renders an error instead of re-raising commits nothing.
+    A consent that serves an OAuth request is approved only by a caller that then ends
+    that request (`ends_oauth`: the consent pages, which redirect back with a code):
+    approved elsewhere, no code would ever be issued, and its store would be nobody's.
     """
     if (profile_id is None) == (store_id is None):
         raise ValidationFailed(
@@ -330,6 +336,8 @@ def approve_consent(
     token = _find_token(session, partner_id=partner.id, value=integration_token)
     if effective_status(token, utcnow()) != PENDING:
         raise IntegrationTokenGone()
+    if not ends_oauth and is_oauth_integration(session, integration_token_id=token.id):
+        raise OAuthConsentElsewhere()
     chosen_id = profile_id if profile_id is not None else store_id
     if chosen_id is None or not _usable_text(chosen_id):
         raise NotFound("No such profile." if profile_id is not None else "No such store.")

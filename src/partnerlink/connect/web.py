@@ -188,6 +188,7 @@ def approve(
             profile_id=chosen_id if kind == "profile" else None,
             store_id=chosen_id if kind == "store" else None,
             green_invoices=wants_receipts,
+            ends_oauth=True,  # an OAuth consent ends below, at the partner's redirect URI
         )
     except Gone as error:
         raise link_gone(consent.partner_name, consent.csp) from error
