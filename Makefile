@@ -33,7 +33,9 @@ $(STAMP): pyproject.toml
 	@$(call pip_install,-e .)
 	@touch $(STAMP)
 
-$(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml clients/typescript/package-lock.json
+# tools.py install: the TypeScript client's npm packages, and Node 18, 20 and 22 (PyPI wheels
+# under the virtualenv) that make test runs the packed client on; it pins their versions.
+$(DEV_STAMP): $(STAMP) pyproject.toml clients/python/pyproject.toml clients/typescript/package-lock.json clients/typescript/scripts/tools.py
 	@$(call pip_install,-e '.[dev]' -e clients/python)
 	@$(BIN)/python clients/typescript/scripts/tools.py install
 	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib src clients/python/src >/dev/null || true

@@ -1,5 +1,6 @@
 """The SDK against a real `partnerlink serve`: both connection flows, every endpoint,
-the refresh-once rule, and the terminal simulator driven through its standard input."""
+the refresh-once rule, the OAuth helpers (the merchant's side on the real consent pages),
+and the terminal simulator driven through its standard input."""
 
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ import time
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from partnerlink_client import (
     AsyncPartnerLinkClient,
+    AuthorizationFailed,
     BadRequest,
     Forbidden,
     NotFound,
     PartnerLinkClient,
     Tokens,
+    Unauthorized,
 )
+from tests.connect.oauth_steps import REDIRECT_URI, OAuthWorld, approve, build_oauth_world
+from tests.web.pages import form
 
 from conftest import Server
 
@@ -198,3 +204,84 @@ def test_the_terminal_pairs_rings_up_and_texts_the_receipt(server: Server) -> No
         time.sleep(0.2)
     assert texted[0]["to"] == "+14155550199"
     assert json.dumps(texted[0]).count("/receipts/inv/T-") == 2  # link and body
+
+
+def _oauth_world(server: Server, pos: str) -> OAuthWorld:
+    """A partner with a registered redirect URI, and a merchant who can sign in."""
+    with server.sessions() as session:
+        return build_oauth_world(session, pos_type=pos, email=f"{pos}@example.com")
+
+
+def test_oauth_helpers_authorize_exchange_refresh_and_revoke(server: Server) -> None:
+    pos = unique("sdk-oauth")
+    world = _oauth_world(server, pos)
+    kept: list[Tokens] = []
+    credentials = {
+        "client_id": world.partner.client_id,
+        "client_secret": world.partner.client_secret,
+    }
+    with (
+        PartnerLinkClient(server.url, **credentials, on_tokens=kept.append) as pl,
+        httpx.Client(base_url=server.url, timeout=60) as browser,
+    ):
+        started = pl.oauth.authorize_url(REDIRECT_URI)
+        assert started.url.startswith(f"{server.url}/connect/oauth/authorize?")
+        back = approve(browser, started.url, f"profile:{world.profile.id}", f"{pos}@example.com")
+        callback = back.headers["location"]
+        with pytest.raises(AuthorizationFailed):  # a callback whose state is not ours
+            pl.oauth.code_from_callback(callback, "another-state")
+        code = pl.oauth.code_from_callback(callback, started.state)
+        tokens = pl.oauth.exchange_code(code, started.code_verifier, started.redirect_uri)
+        assert tokens.access_token.startswith("plk_at_") and tokens.store_id
+        assert kept == [tokens] and tokens.expiration and tokens.expiration > "2026"
+        assert pl.put_store(STORE)["id"] == tokens.store_id  # the kept token works on /v1
+        refreshed = pl.oauth.refresh()
+        assert refreshed.access_token != tokens.access_token
+        assert refreshed.refresh_token == tokens.refresh_token == pl._state.refresh_token
+        assert pl.token_status()["method"] == "consent"
+        pl.oauth.revoke("plk_rt_unknown")  # RFC 7009: nothing to revoke is no error
+        pl.oauth.revoke(tokens.refresh_token, "refresh_token")
+        with pytest.raises(BadRequest) as refused:
+            pl.oauth.refresh()
+        assert refused.value.code == "invalid_grant"
+        with pytest.raises(Forbidden):  # the connection is gone: SPEC's refresh fails too
+            pl.get_store()
+        declined = pl.oauth.authorize_url(REDIRECT_URI)
+        page = browser.get(declined.url)
+        decline = form(page.text, "/connect/decline")
+        gone_back = browser.post("/connect/decline", data=decline.fields)
+        with pytest.raises(AuthorizationFailed) as denied:
+            pl.oauth.code_from_callback(gone_back.headers["location"], declined.state)
+        assert denied.value.error == "access_denied"
+
+
+def test_oauth_in_the_async_client_and_a_code_used_twice(server: Server) -> None:
+    pos = unique("sdk-oauth-async")
+    world = _oauth_world(server, pos)
+    credentials = {
+        "client_id": world.partner.client_id,
+        "client_secret": world.partner.client_secret,
+    }
+
+    async def run(browser: httpx.Client) -> None:
+        async with AsyncPartnerLinkClient(server.url, **credentials) as pl:
+            started = pl.oauth.authorize_url(REDIRECT_URI, state="my-own-state")
+            back = approve(browser, started.url, f"store:{world.store.id}", f"{pos}@example.com")
+            code = pl.oauth.code_from_callback(back.headers["location"], "my-own-state")
+            tokens = await pl.oauth.exchange_code(code, started.code_verifier, REDIRECT_URI)
+            assert tokens.store_id == world.store.id
+            assert (await pl.get_store()) == {"greenInvoices": False}
+            with pytest.raises(BadRequest) as reused:  # once only; and it revokes the tokens
+                await pl.oauth.exchange_code(code, started.code_verifier, REDIRECT_URI)
+            assert reused.value.code == "invalid_grant"
+            with pytest.raises(Forbidden):
+                await pl.get_store()
+            with pytest.raises(Unauthorized):
+                async with AsyncPartnerLinkClient(
+                    server.url, client_id=world.partner.client_id, client_secret="plk_cs_wrong"
+                ) as stranger:
+                    await stranger.oauth.revoke(tokens.access_token)
+
+    with httpx.Client(base_url=server.url, timeout=60) as browser:
+        browser.follow_redirects = False
+        asyncio.run(run(browser))

@@ -1,4 +1,4 @@
-import type { components } from "./schema.d.ts";
+import type { components } from "./schema.js";
 
 /** CONTRACT.md §3's problem body, as every non-2xx answer of /v1 carries it. */
 export type Problem = components["schemas"]["Problem"];
@@ -11,7 +11,9 @@ export class PartnerLinkError extends Error {
   readonly retryAfterSeconds: number | null;
 
   constructor(status: number, problem: Partial<Problem>, retryAfterSeconds: number | null) {
-    super(`${status} ${problem.code ?? "error"}: ${problem.detail ?? problem.title ?? ""}`.trim());
+    // RFC 6749's errors (the OAuth endpoints) say it in `error_description`.
+    const detail = problem.detail ?? (problem as { error_description?: string }).error_description;
+    super(`${status} ${problem.code ?? "error"}: ${detail ?? problem.title ?? ""}`.trim());
     this.name = "PartnerLinkError";
     this.status = status;
     this.code = problem.code ?? "error";
@@ -33,5 +35,22 @@ export class InvalidSignature extends Error {
   constructor(message: string) {
     super(message);
     this.name = "InvalidSignature";
+  }
+}
+
+/**
+ * The OAuth callback brought no code for you: the merchant declined (`access_denied`), the
+ * request was refused, or its `state` is not the one you sent (`state_mismatch`: forged or
+ * stale). `error` is RFC 6749's word.
+ */
+export class AuthorizationFailed extends Error {
+  readonly error: string;
+  readonly description: string;
+
+  constructor(error: string, description = "") {
+    super(description ? `${error}: ${description}` : error);
+    this.name = "AuthorizationFailed";
+    this.error = error;
+    this.description = description;
   }
 }

@@ -3,18 +3,41 @@
 // (`make typescript-client`); calls go through openapi-fetch, so a path, a parameter or
 // a field the API does not have is a type error. The client adds what SPEC asks of every
 // integration: refresh once on 403, retry 500 with backoff and jitter, never retry
-// 400/404/410, and keep the tokens it is given (handed to `onTokens` to persist).
+// 400/404/410, and keep the tokens it is given (handed to `onTokens` to persist). OAuth 2.0
+// with PKCE is `client.oauth` (oauth.ts). Published compiled (dist/, tsc), for Node 18 on.
 
 import createClient from "openapi-fetch";
 
 import { ConnectionFailed, PartnerLinkError, type Problem } from "./errors.ts";
+import {
+  authorization,
+  basicCredentials,
+  codeFromCallback,
+  type Authorization,
+  type AuthorizeOptions,
+  type ExchangeOptions,
+} from "./oauth.ts";
 import { RetryPolicy, retryAfterSeconds, type RetryOptions } from "./policy.ts";
-import type { components, paths } from "./schema.d.ts";
+import type { components, paths } from "./schema.js";
 
-export { ConnectionFailed, InvalidSignature, PartnerLinkError, type Problem } from "./errors.ts";
+export {
+  AuthorizationFailed,
+  ConnectionFailed,
+  InvalidSignature,
+  PartnerLinkError,
+  type Problem,
+} from "./errors.ts";
+export {
+  codeChallenge,
+  newCodeVerifier,
+  SCOPE,
+  type Authorization,
+  type AuthorizeOptions,
+  type ExchangeOptions,
+} from "./oauth.ts";
 export { RetryPolicy, type RetryOptions } from "./policy.ts";
 export { verifyWebhook, type WebhookEvent } from "./webhooks.ts";
-export type { components, paths } from "./schema.d.ts";
+export type { components, paths, webhooks } from "./schema.js";
 
 type Schemas = components["schemas"];
 export type Order = Schemas["OrderIn"];
@@ -24,6 +47,9 @@ export type UploadStatus = Schemas["UploadStatusOut"];
 export type TokenStatus = Schemas["TokenStatusOut"];
 export type Connection = Schemas["ConnectionOut"];
 export type Delivery = Schemas["DeliveryOut"];
+export type Introspection = Schemas["OAuthIntrospection"];
+type TokenForm = paths["/v1/oauth/token"]["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"];
+type RevokeForm = paths["/v1/oauth/revoke"]["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"];
 /** A list's page: at most `limit` items (1–1,000, default 100) after `cursor`. */
 export type Page = { limit?: number; cursor?: string };
 export type BatchResult =
@@ -61,6 +87,27 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
+/**
+ * `client.oauth`: OAuth 2.0's authorization code flow with PKCE, as Stripe's `stripe.oauth`
+ * and Square's `OAuthApi`. The token calls authenticate with HTTP Basic and keep the tokens
+ * they get (handed to `onTokens`); refusals throw PartnerLinkError with RFC 6749's word as
+ * `code` (`invalid_grant`, `invalid_client`, ...).
+ */
+export interface OAuthHelpers {
+  /** An authorize URL with a fresh PKCE verifier (S256) and `state`: keep both. */
+  authorizeUrl(options: AuthorizeOptions): Authorization;
+  /** The callback's code once its `state` is yours; throws AuthorizationFailed otherwise. */
+  codeFromCallback(callbackUrl: string, state: string): string;
+  /** Sent once, never retried: a code presented twice revokes what it bought. */
+  exchangeCode(options: ExchangeOptions): Promise<Tokens>;
+  /** A new access token (the refresh token stays the same). */
+  refresh(refreshToken?: string): Promise<Tokens>;
+  /** RFC 7009: the token's whole connection ends; an unknown or dead token is no error. */
+  revoke(token?: string, tokenTypeHint?: RevokeForm["token_type_hint"]): Promise<void>;
+  /** RFC 7662: what a token of yours is; `{ active: false }` for any other. */
+  introspect(token: string): Promise<Introspection>;
+}
+
 type Credential = "none" | "client" | "bearer";
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 
@@ -76,6 +123,29 @@ export class PartnerLinkClient {
   private readonly policy: RetryPolicy;
   private readonly fetcher: typeof fetch;
   private readonly api: ReturnType<typeof createClient<paths>>;
+
+  readonly oauth: OAuthHelpers = {
+    authorizeUrl: (options) => {
+      const connect = (options.connectUrl ?? `${this.baseUrl}/connect`).replace(/\/+$/, "");
+      return authorization(`${connect}/oauth/authorize`, this.clientId ?? "", options);
+    },
+    codeFromCallback,
+    exchangeCode: ({ code, codeVerifier, redirectUri }) =>
+      this.oauthToken(
+        { grant_type: "authorization_code", code, code_verifier: codeVerifier, redirect_uri: redirectUri },
+        false,
+      ),
+    refresh: (refreshToken = this.refreshToken) => {
+      if (!refreshToken) return Promise.reject(new Error("no refresh token to refresh with"));
+      return this.oauthToken({ grant_type: "refresh_token", refresh_token: refreshToken }, true);
+    },
+    revoke: async (token = this.accessToken, tokenTypeHint) => {
+      const body: RevokeForm = { token: token ?? "", ...(tokenTypeHint ? { token_type_hint: tokenTypeHint } : {}) };
+      await this.send("none", () => this.api.POST("/v1/oauth/revoke", { body, ...this.form() }));
+    },
+    introspect: (token) =>
+      this.send("none", () => this.api.POST("/v1/oauth/introspect", { body: { token }, ...this.form() })),
+  };
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -197,6 +267,27 @@ export class PartnerLinkClient {
     return found;
   }
 
+  private async oauthToken(body: TokenForm, retry: boolean): Promise<Tokens> {
+    const answer = await this.send("none", () => this.api.POST("/v1/oauth/token", { body, ...this.form() }), retry);
+    return this.keep({
+      accessToken: answer.access_token,
+      refreshToken: answer.refresh_token,
+      expiration: new Date(Date.now() + answer.expires_in * 1000).toISOString(),
+      storeId: answer.storeId,
+    });
+  }
+
+  /** The OAuth endpoints' request: a form body, the client's credentials as HTTP Basic. */
+  private form() {
+    return {
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        Authorization: basicCredentials(this.clientId ?? "", this.clientSecret ?? ""),
+      },
+      bodySerializer: (body: Record<string, string>) => new URLSearchParams(body).toString(),
+    };
+  }
+
   // ---- the pairing-code flow (a terminal: no client secret) ----
 
   /** 5. Redeems the merchant's 6-digit code: a durable access token for the store. */
@@ -307,7 +398,12 @@ export class PartnerLinkClient {
     };
   }
 
-  private async send<T>(credential: Credential, call: (auth: ReturnType<PartnerLinkClient["credentials"]>) => Promise<Answer<T>>): Promise<T> {
+  /** `retry` false: sent once whatever happens (a code's exchange must not be repeated). */
+  private async send<T>(
+    credential: Credential,
+    call: (auth: ReturnType<PartnerLinkClient["credentials"]>) => Promise<Answer<T>>,
+    retry = true,
+  ): Promise<T> {
     const canRefresh = credential === "bearer" && Boolean(this.refreshToken && this.clientId);
     let refreshed = false;
     for (let attempt = 1; ; attempt++) {
@@ -320,7 +416,8 @@ export class PartnerLinkClient {
       }
       const status = answer ? answer.response.status : null;
       const retryAfter = answer ? retryAfterSeconds(answer.response.headers.get("Retry-After")) : null;
-      switch (this.policy.nextStep(status, attempt, canRefresh, refreshed)) {
+      const step = this.policy.nextStep(status, attempt, canRefresh, refreshed);
+      switch (step === "retry" && !retry ? "raise" : step) {
         case "done":
           return answer!.data as T;
         case "refresh":

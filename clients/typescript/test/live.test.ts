@@ -1,20 +1,28 @@
 // Both flows and every /v1 endpoint against a live `partnerlink serve`, which the Python
 // suite starts (clients/typescript/tests/test_typescript_client.py) and describes in
-// PARTNERLINK_TS_TEST: where it is, a partner, a signed-in merchant with a profile and a
-// store with e-receipts on, pairing codes for it, and a sandbox partner whose webhooks
-// come to a port this file listens on.
+// PARTNERLINK_TS_TEST: where it is, a partner (with a registered OAuth redirect URI), a
+// signed-in merchant with a profile and a store with e-receipts on, pairing codes for it,
+// and a sandbox partner whose webhooks come to a port this file listens on. The merchant's
+// side of OAuth is the real consent pages, read and posted here as a browser would.
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage } from "node:http";
 import { test } from "node:test";
 
-import { InvalidSignature, PartnerLinkClient, PartnerLinkError, verifyWebhook } from "../src/index.ts";
+import {
+  AuthorizationFailed,
+  InvalidSignature,
+  PartnerLinkClient,
+  PartnerLinkError,
+  verifyWebhook,
+} from "../src/index.ts";
 
 interface Setup {
   baseUrl: string;
   connectUrl: string;
   partner: { clientId: string; clientSecret: string };
-  merchant: { sessionToken: string; profileId: string; storeId: string };
+  redirectUri: string;
+  merchant: { email: string; password: string; sessionToken: string; profileId: string; storeId: string };
   pairingCodes: number[];
   sandbox: { clientId: string; clientSecret: string; webhookSecret: string; webhookPort: number };
 }
@@ -170,4 +178,67 @@ test("webhooks: a sandbox event arrives and verifies; a tampered one does not", 
   assert.equal(await sandbox.replayWebhook(eventId), eventId);
   assert.equal(await again, eventId);
   await assert.rejects(sandbox.replayWebhook("evt_unknown"), (error: PartnerLinkError) => error.status === 404);
+});
+
+/** The merchant in a browser: opens the authorize URL, signs in, allows; the redirect back. */
+async function merchantApproves(s: Setup, authorizeUrl: string): Promise<string> {
+  const hidden = (html: string, action: string): Record<string, string> => {
+    const form = html.split("<form").find((part) => part.includes(`action="${action}"`));
+    assert.ok(form, `a form posting to ${action}`);
+    const fields: Record<string, string> = {};
+    for (const [, name, value] of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+      fields[name!] = value!.replaceAll("&#34;", '"').replaceAll("&#39;", "'").replaceAll("&amp;", "&");
+    }
+    return fields;
+  };
+  const post = (path: string, fields: Record<string, string>) =>
+    fetch(`${s.baseUrl}${path}`, { method: "POST", body: new URLSearchParams(fields), redirect: "manual" });
+  const signin = hidden(await (await fetch(authorizeUrl)).text(), "/connect/signin");
+  const signedIn = await post("/connect/signin", { ...signin, email: s.merchant.email, password: s.merchant.password });
+  const approve = hidden(await signedIn.text(), "/connect/approve");
+  const approved = await post("/connect/approve", { ...approve, target: `profile:${s.merchant.profileId}` });
+  assert.equal(approved.status, 302);
+  return approved.headers.get("location")!;
+}
+
+test("oauth: authorize URL with PKCE, the merchant allows, exchange, refresh, revoke", live, async () => {
+  const s = setup!;
+  const kept: string[] = [];
+  const partner = new PartnerLinkClient({ baseUrl: s.baseUrl, ...s.partner, retry, onTokens: (t) => kept.push(t.accessToken) });
+  const started = partner.oauth.authorizeUrl({ redirectUri: s.redirectUri });
+  assert.ok(started.url.startsWith(`${s.connectUrl}/oauth/authorize?`));
+  assert.notEqual(partner.oauth.authorizeUrl({ redirectUri: s.redirectUri }).codeVerifier, started.codeVerifier);
+  const callback = await merchantApproves(s, started.url);
+  assert.ok(callback.startsWith(`${s.redirectUri}?`));
+  assert.throws(() => partner.oauth.codeFromCallback(callback, "not-the-state-sent"), AuthorizationFailed);
+  const code = partner.oauth.codeFromCallback(callback, started.state);
+  const tokens = await partner.oauth.exchangeCode({ code, codeVerifier: started.codeVerifier, redirectUri: started.redirectUri });
+  assert.match(tokens.accessToken, /^plk_at_/);
+  assert.ok(tokens.refreshToken && tokens.storeId && tokens.expiration! > new Date().toISOString());
+  assert.equal((await partner.tokenStatus()).method, "consent");
+  const seen = await partner.oauth.introspect(tokens.refreshToken);
+  assert.equal(seen.active, true);
+  assert.equal(seen.token_type, undefined); // RFC 7662: a refresh token has no RFC 6749 type
+  const refreshed = await partner.oauth.refresh();
+  assert.notEqual(refreshed.accessToken, tokens.accessToken);
+  assert.equal(refreshed.refreshToken, tokens.refreshToken);
+  assert.deepEqual(kept, [tokens.accessToken, refreshed.accessToken]);
+
+  await partner.oauth.revoke("plk_rt_unknown"); // RFC 7009: nothing to revoke is no error
+  await partner.oauth.revoke(tokens.refreshToken, "refresh_token");
+  await assert.rejects(partner.oauth.refresh(), (error: PartnerLinkError) => error.status === 400 && error.code === "invalid_grant");
+  await assert.rejects(partner.getStore(), (error: PartnerLinkError) => error.status === 403);
+
+  // A code works once: presented again, it is refused and what it bought is revoked.
+  const again = partner.oauth.authorizeUrl({ redirectUri: s.redirectUri, state: "my-own-state" });
+  const exchange = {
+    code: partner.oauth.codeFromCallback(await merchantApproves(s, again.url), "my-own-state"),
+    codeVerifier: again.codeVerifier,
+    redirectUri: again.redirectUri,
+  };
+  await partner.oauth.exchangeCode(exchange);
+  await assert.rejects(partner.oauth.exchangeCode(exchange), (error: PartnerLinkError) => error.code === "invalid_grant");
+  await assert.rejects(partner.getStore(), (error: PartnerLinkError) => error.status === 403);
+  const stranger = new PartnerLinkClient({ baseUrl: s.baseUrl, clientId: s.partner.clientId, clientSecret: "plk_cs_wrong", retry });
+  await assert.rejects(stranger.oauth.revoke("plk_at_x"), (error: PartnerLinkError) => error.status === 401 && error.code === "invalid_client");
 });

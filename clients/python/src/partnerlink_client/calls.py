@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
-Auth = Literal["none", "client", "bearer"]
+# "basic": the client credentials as HTTP Basic (the OAuth endpoints, oauth.py).
+Auth = Literal["none", "client", "bearer", "basic"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,13 @@ class Call:
     params: dict[str, Any] = field(default_factory=dict)
     json: Any = None
     content: bytes | None = None
+    form: dict[str, str] | None = None  # an application/x-www-form-urlencoded body
     url: str | None = None  # a whole URL (the pre-signed upload URL), else base + path
     read: Callable[[Any], Any] = lambda body: body
     # A call whose answer holds tokens the client keeps (pairing, exchange, refresh).
     tokens: Callable[[Any], Tokens] | None = None
+    # False: sent once whatever happens (a retry could do harm: an OAuth code's exchange).
+    retry: bool = True
 
 
 def create_integration_token() -> Call:

@@ -17,6 +17,7 @@ import httpx
 from partnerlink_client import calls
 from partnerlink_client.calls import Call, Tokens
 from partnerlink_client.errors import ConnectionFailed, PartnerLinkError, error_for
+from partnerlink_client.oauth import OAuth, basic_credentials
 from partnerlink_client.policy import Next, RetryPolicy
 
 TokensCallback = Callable[[Tokens], None]
@@ -51,6 +52,10 @@ class _State:
             params.update(client_id=self.client_id or "", client_secret=self.client_secret or "")
         elif call.auth == "bearer":
             headers["Authorization"] = f"Bearer {self.access_token or ''}"
+        elif call.auth == "basic":
+            headers["Authorization"] = basic_credentials(
+                self.client_id or "", self.client_secret or ""
+            )
         if call.content is not None:
             headers["Content-Type"] = "application/json"
         return httpx.Request(
@@ -60,6 +65,7 @@ class _State:
             headers=headers,
             json=call.json,
             content=call.content,
+            data=call.form,
         )
 
     def can_refresh(self, call: Call) -> bool:
@@ -103,6 +109,12 @@ class _Endpoints:
 
     def _run(self, call: Call) -> Any:
         raise NotImplementedError
+
+    @property
+    def oauth(self) -> OAuth:
+        """OAuth 2.0 with PKCE: `authorize_url`, `code_from_callback`, `exchange_code`,
+        `refresh`, `revoke` (oauth.py)."""
+        return OAuth(self)
 
     @property
     def base_url(self) -> str:
@@ -248,7 +260,7 @@ class PartnerLinkClient(_Endpoints):
                 refreshed = True
                 self.refresh()
                 continue
-            if step is Next.RETRY:
+            if step is Next.RETRY and call.retry:
                 self._sleep(
                     state.policy.delay(attempt, _retry_after(response) if response else None)
                 )
@@ -326,7 +338,7 @@ class AsyncPartnerLinkClient(_Endpoints):
                 refreshed = True
                 await self.refresh()
                 continue
-            if step is Next.RETRY:
+            if step is Next.RETRY and call.retry:
                 wait = _retry_after(response) if response else None
                 await asyncio.sleep(state.policy.delay(attempt, wait))
                 continue

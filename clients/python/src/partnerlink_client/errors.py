@@ -13,13 +13,18 @@ class PartnerLinkError(Exception):
         self.status = status
         self.body = body or {}
         self.code: str = str(self.body.get("code", ""))
-        self.detail: str = str(self.body.get("detail", ""))
+        # RFC 6749's errors (the OAuth endpoints) say it in `error_description`.
+        self.detail: str = str(self.body.get("detail", self.body.get("error_description", "")))
         self.errors: list[dict[str, Any]] = list(self.body.get("errors") or [])
         super().__init__(f"HTTP {status} {self.code}: {self.detail}".strip())
 
 
 class BadRequest(PartnerLinkError):
     """400: fix the request; never retried."""
+
+
+class Unauthorized(PartnerLinkError):
+    """401: the OAuth endpoints refused the client's authentication (`invalid_client`)."""
 
 
 class Forbidden(PartnerLinkError):
@@ -50,6 +55,7 @@ class ConnectionFailed(PartnerLinkError):
 
 _BY_STATUS: dict[int, type[PartnerLinkError]] = {
     400: BadRequest,
+    401: Unauthorized,
     403: Forbidden,
     404: NotFound,
     410: Gone,
