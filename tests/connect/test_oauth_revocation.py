@@ -134,6 +134,8 @@ def test_client_secret_post_revokes_too(
     )
     assert answer.status_code == 200, answer.text
     assert not _works(client, token["access_token"])
+    # Credentials in the form name the partner too: the request counts against its quota.
+    assert answer.headers["ratelimit"].startswith('"default";r=')
 
 
 def _error(answer: Any, status: int, error: str) -> None:

@@ -3,7 +3,7 @@
 A request names a partner by a live access token (`Authorization: Bearer`, or the legacy
 `?access_token=` however the route reads its name) of one of its connections (a revoked or
 expired one names nobody, like an unknown one), or by its client credentials
-(`client_id` and `client_secret` in the query, HTTP Basic, or, on the two OAuth endpoints,
+(`client_id` and `client_secret` in the query, HTTP Basic, or, on the OAuth endpoints,
 the form body's `client_secret_post`) when the secret is right: a client id alone, which
 is not secret, spends nobody's quota. Its answer carries
 `RateLimit-Policy` and `RateLimit` in the form of draft-ietf-httpapi-ratelimit-headers-10/-11
@@ -246,7 +246,7 @@ def _credentials(scope: Scope) -> tuple[str, str, str]:
 
 
 # The OAuth endpoints (RFC 6749 §2.3.1) also take the client's credentials in the form.
-_FORM_PATHS = frozenset({"/v1/oauth/token", "/v1/oauth/introspect"})
+_FORM_PATHS = frozenset({"/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"})
 _FORM_KEY = "partnerlink.quota_form"
 _FORM_MAX_BYTES = 64 * 1024  # a token request is a few hundred bytes; a larger one is not read
 
