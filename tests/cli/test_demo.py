@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.partners.models import Partner
+from partnerlink.security.passwords import hash_password
 from partnerlink.stores.models import Store
 from tests.cli.conftest import RunCli
 from tests.conftest import LiveServer
@@ -99,7 +101,7 @@ def test_demo_credentials_work(cli_json: CliJson, client: TestClient) -> None:
     assert put.status_code == 200
 
 
-def test_demo_run_again_reuses_records_and_renews_credentials(
+def test_demo_run_again_reuses_records_and_keeps_credentials(
     cli_json: CliJson, client: TestClient, session: Session
 ) -> None:
     first = cli_json("demo")
@@ -109,24 +111,16 @@ def test_demo_run_again_reuses_records_and_renews_credentials(
     for part in ("partner", "merchant", "profile", "store"):
         assert second[part]["id"] == first[part]["id"]
     assert second["partner"]["clientId"] == first["partner"]["clientId"]
-    assert second["partner"]["clientSecret"] != first["partner"]["clientSecret"]
+    # Variables copied from the first run keep working.
+    assert second["partner"]["clientSecret"] == first["partner"]["clientSecret"]
+    assert second["merchant"]["password"] == first["merchant"]["password"]
+    assert first["renewed"] == second["renewed"] == []
     assert (session.query(Partner).count(), session.query(Merchant).count()) == (1, 1)
     assert (session.query(Profile).count(), session.query(Store).count()) == (1, 1)
     session.rollback()  # hand the one SQLite connection back to the app
 
-    def create_token(secret: str) -> int:
-        params = {"client_id": first["partner"]["clientId"], "client_secret": secret}
-        return client.post("/v1/auth/integration", params=params).status_code
-
-    assert create_token(first["partner"]["clientSecret"]) == 403
-    assert create_token(second["partner"]["clientSecret"]) == 200
-
-    def sign_in(password: str) -> int:
-        body = {"email": "demo@partnerlink.test", "password": password}
-        return client.post("/merchant/api/sessions", json=body).status_code
-
-    assert sign_in(first["merchant"]["password"]) == 401
-    assert sign_in(second["merchant"]["password"]) == 200
+    assert _create_token(client, first["partner"]) == 200
+    assert _sign_in(client, first["merchant"]["password"]) == 200
 
     # The new code replaced the old one.
     def redeem(code: int) -> int:
@@ -135,6 +129,42 @@ def test_demo_run_again_reuses_records_and_renews_credentials(
     if first["pairingCode"] != second["pairingCode"]:
         assert redeem(first["pairingCode"]) == 404
     assert redeem(second["pairingCode"]) == 200
+
+
+def _create_token(client: TestClient, partner: dict[str, str]) -> int:
+    params = {"client_id": partner["clientId"], "client_secret": partner["clientSecret"]}
+    return client.post("/v1/auth/integration", params=params).status_code
+
+
+def _sign_in(client: TestClient, password: str) -> int:
+    body = {"email": "demo@partnerlink.test", "password": password}
+    return client.post("/merchant/api/sessions", json=body).status_code
+
+
+def test_demo_says_when_it_had_to_renew_a_credential(
+    cli: RunCli, cli_json: CliJson, client: TestClient, session: Session
+) -> None:
+    first = cli_json("demo")
+    rotated = cli_json("partners", "rotate-secret", first["partner"]["clientId"])
+    session.execute(update(Merchant).values(password_hash=hash_password("set-by-someone-else")))
+    session.commit()
+
+    again = cli("demo")
+
+    assert again.returncode == 0, again.stderr
+    for line in (
+        f"client_secret  {first['partner']['clientSecret']}  (renewed: the value an earlier "
+        "run printed no longer works)",
+        f"password {first['merchant']['password']}  (renewed: the value an earlier run "
+        "printed no longer works)",
+    ):
+        assert line in again.stdout
+    assert _create_token(client, first["partner"]) == 200
+    assert _create_token(client, {**first["partner"], **rotated}) == 403
+    assert _sign_in(client, first["merchant"]["password"]) == 200
+    assert _sign_in(client, "set-by-someone-else") == 401
+    third = cli_json("demo")
+    assert third["renewed"] == [] and "(the same on every run)" in cli("demo").stdout
 
 
 def printed_blocks(stdout: str) -> list[tuple[str, str]]:

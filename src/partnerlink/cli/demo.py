@@ -1,14 +1,17 @@
 """`partnerlink demo`: a demo partner, merchant, profile and store, with commands to paste.
 
-Running it again reuses what exists. Secrets are stored only as digests, so a re-run
-mints a new client secret and a new merchant password: what it prints always works.
+Running it again reuses what exists, and prints the same client secret and merchant
+password: variables copied from an earlier run keep working. Secrets are stored only as
+digests, so the demo's two are derived from the service key (an HMAC of the record's id
+under a key of their own) rather than stored: every run computes them again. Where the
+stored digest does not match (a demo made before, `partners rotate-secret`, a new
+service key), the demo sets its own value and says that the earlier one no longer works.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
@@ -17,14 +20,16 @@ from sqlalchemy.orm import Session
 
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
 from partnerlink.cli.help_text import Commands
+from partnerlink.kit.digests import hmac_sha256
 from partnerlink.merchant.accounts import create_merchant
 from partnerlink.merchant.manual_stores import create_manual_store
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.merchant.profiles import create_profile
 from partnerlink.pairing.service import reserve_pairing_code
 from partnerlink.partners.models import Partner
-from partnerlink.partners.service import register_partner, rotate_client_secret
-from partnerlink.security.passwords import hash_password
+from partnerlink.partners.service import register_partner
+from partnerlink.security.passwords import hash_password, verify_password
+from partnerlink.security.secrets import CLIENT_SECRET_PREFIX, digest, matches, sign
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 
@@ -58,6 +63,17 @@ class DemoSetup:
     store: Store
     pairing_code: int
     pairing_expires_at: str
+    # Which credentials this run had to change ("clientSecret", "password"): those an
+    # earlier run printed no longer work.
+    renewed: list[str] = field(default_factory=list)
+
+
+def demo_credential(signing_key: bytes, what: str, record_id: str) -> str:
+    """The demo's `what` ("client secret", "password") of a record (named by its client id
+    or email): the same on every run under the same service key, and known to no one
+    without it."""
+    key = hmac_sha256(signing_key, b"partnerlink demo credentials")
+    return sign(key, f"{what} {record_id}")
 
 
 app = Commands()
@@ -80,26 +96,34 @@ def demo(json_output: bool = JsonOption) -> None:
 
 
 def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
-    """Creates or reuses every demo record and mints fresh credentials for them."""
+    """Creates or reuses every demo record, with the demo's own credentials."""
+    renewed: list[str] = []
     partner = session.scalar(select(Partner).where(Partner.pos_type == DEMO_POS_TYPE))
+    made = partner is None
     if partner is None:
-        registered = register_partner(
+        partner = register_partner(
             session,
             name=DEMO_PARTNER_NAME,
             pos_type=DEMO_POS_TYPE,
             ereceipt=True,
             frame_origins=[DEMO_FRAME_ORIGIN],
-        )
-        partner, client_secret = registered.partner, registered.client_secret
-    else:
-        client_secret = rotate_client_secret(session, partner.client_id)
+        ).partner  # its random secret is replaced below, before anyone saw it
+    client_secret = CLIENT_SECRET_PREFIX + demo_credential(
+        settings.signing_key, "client secret", partner.client_id
+    )
+    if not matches(client_secret, partner.client_secret_hash):
+        partner.client_secret_hash = digest(client_secret)
+        if not made:
+            renewed.append("clientSecret")
 
-    password = secrets.token_urlsafe(12)
+    # 16 characters, as a person types it in the console's sign-in form.
+    password = demo_credential(settings.signing_key, "password", DEMO_EMAIL)[:16]
     merchant = session.scalar(select(Merchant).where(Merchant.email == DEMO_EMAIL))
     if merchant is None:
         merchant = create_merchant(session, email=DEMO_EMAIL, password=password, name="Demo")
-    else:
+    elif not verify_password(password, merchant.password_hash):
         merchant.password_hash = hash_password(password)
+        renewed.append("password")
 
     profile = session.scalar(
         select(Profile)
@@ -127,7 +151,9 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
 
     code, expires_at = _reserve_code(session, settings=settings, merchant=merchant, store=store)
     session.flush()
-    return DemoSetup(partner, client_secret, merchant, password, profile, store, code, expires_at)
+    return DemoSetup(
+        partner, client_secret, merchant, password, profile, store, code, expires_at, renewed
+    )
 
 
 def _reserve_code(
@@ -173,6 +199,7 @@ def demo_summary(setup: DemoSetup, *, settings: Settings) -> dict[str, Any]:
         },
         "pairingCode": setup.pairing_code,
         "pairingCodeExpiresAt": setup.pairing_expires_at,
+        "renewed": setup.renewed,
         "commands": demo_commands(setup, settings=settings),
     }
 
@@ -286,11 +313,11 @@ def _print_text(out: dict[str, Any], settings: Settings) -> None:
     receipts = "on" if partner["ereceipt"] else "off"
     say(f"Partner   {partner['name']} (posType {partner['posType']}, e-receipts {receipts})")
     say(f"  client_id      {partner['clientId']}", markup=False)
+    say(f"  client_secret  {partner['clientSecret']}{_kept(out, 'clientSecret')}", markup=False)
     say(
-        f"  client_secret  {partner['clientSecret']}  (new; earlier ones stop working)",
+        f"Merchant  {merchant['email']}  password {merchant['password']}{_kept(out, 'password')}",
         markup=False,
     )
-    say(f"Merchant  {merchant['email']}  password {merchant['password']}", markup=False)
     say(f"  console        {merchant['consoleUrl']}", markup=False)
     say(f"Profile   {out['profile']['name']}", markup=False)
     store_receipts = "on" if out["store"]["greenInvoices"] else "off"
@@ -311,3 +338,9 @@ def _print_text(out: dict[str, Any], settings: Settings) -> None:
             )
         # Plain output: Rich would wrap long lines and read [brackets] as markup.
         typer.echo(f"\n# {step['title']}\n{step['command']}")
+
+
+def _kept(out: dict[str, Any], credential: str) -> str:
+    if credential in out["renewed"]:
+        return "  (renewed: the value an earlier run printed no longer works)"
+    return "  (the same on every run)"
