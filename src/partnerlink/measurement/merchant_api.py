@@ -36,15 +36,7 @@ def post_campaign(
     profile: OwnedProfile, body: CampaignIn, session: SessionDep, keyed: KeyedRequestDep
 ) -> Response:
     def create() -> dict[str, Any]:
-        campaign = service.create_campaign(
-            session,
-            profile_id=profile.id,
-            campaign_id=body.campaignId,
-            name=body.name,
-            starts_at=body.startsAt,
-            ends_at=body.endsAt,
-            holdout_percent=body.holdoutPercent,
-        )
+        campaign = service.create_campaign(session, profile_id=profile.id, **body.campaign_fields())
         return {"campaign": campaign_json(campaign)}
 
     scope = key_scope(profile.merchant_id, profile.id)

@@ -50,6 +50,17 @@ class CampaignIn(BaseModel):
             raise ValueError("endsAt must be after startsAt")
         return self
 
+    def campaign_fields(self) -> dict[str, Any]:
+        """`service.create_campaign`'s arguments: the merchant API and the console's form
+        create a campaign from the same checked request."""
+        return {
+            "campaign_id": self.campaignId,
+            "name": self.name,
+            "starts_at": self.startsAt,
+            "ends_at": self.endsAt,
+            "holdout_percent": self.holdoutPercent,
+        }
+
 
 class TouchesIn(BaseModel):
     """Each touch is checked alone (measurement/touches.py): a bad one is rejected with its

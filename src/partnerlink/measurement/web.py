@@ -195,16 +195,7 @@ def add_campaign(
 ) -> Response:
     """A campaign from the console, created as the merchant API's POST .../campaigns does."""
     try:
-        body = campaign_body(typed)
-        create_campaign(
-            session,
-            profile_id=profile.id,
-            campaign_id=body.campaignId,
-            name=body.name,
-            starts_at=body.startsAt,
-            ends_at=body.endsAt,
-            holdout_percent=body.holdoutPercent,
-        )
+        create_campaign(session, profile_id=profile.id, **campaign_body(typed).campaign_fields())
     except CampaignFormProblems as problems:
         errors = problems.errors
     except CampaignExists:
