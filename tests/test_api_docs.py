@@ -7,6 +7,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
@@ -18,7 +19,9 @@ from sqlalchemy.orm import Session
 from partnerlink.settings import Settings
 from partnerlink.webhooks.events import EVENT_TYPES
 from tests.connect.oauth_steps import approve, build_oauth_world, challenge_of, reset_budgets
-from tests.factories import create_partner
+from tests.factories import create_connected_store, create_partner
+from tests.merchant.conftest import fresh_sign_in_budgets  # noqa: F401
+from tests.merchant.helpers import sign_in
 
 PROBLEM = "application/problem+json"
 OAUTH = "/v1/oauth/"
@@ -178,6 +181,95 @@ def test_merchant_api_has_its_own_reference(
     assert "SessionIn" not in partner_schema["components"]["schemas"]
     page = client.get("/merchant/api/docs")
     assert page.status_code == 200 and "/merchant/api/openapi.json" in page.text
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref", "")
+    return dict(schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]) if ref else node
+
+
+def _branches(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A union's branches, resolved, by title (`null` left out)."""
+    found = [_resolved(schema, branch) for branch in node["anyOf"]]
+    return {branch["title"]: branch for branch in found if branch.get("type") != "null"}
+
+
+def test_destination_bodies_are_typed_in_the_merchant_reference(
+    merchant_schema: dict[str, Any], client: TestClient, session: Session
+) -> None:
+    path = merchant_schema["paths"]["/merchant/api/profiles/{profileId}/destinations"]
+    body = path["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["title"] == "DestinationRequest" and body["type"] == "object"
+    assert set(body["required"]) == {"platform", "kind", "credentials", "target"}
+    properties = body["properties"]
+    assert properties["platform"]["enum"] == ["meta", "google"]
+    assert properties["kind"]["enum"] == ["audience", "conversions"]
+    credentials = _branches(merchant_schema, properties["credentials"])
+    assert credentials["MetaCredentials"]["required"] == ["accessToken"]
+    assert set(credentials["GoogleCredentials"]["required"]) == {
+        "clientId",
+        "clientSecret",
+        "refreshToken",
+    }
+    targets = _branches(merchant_schema, properties["target"])
+    assert set(targets) == {
+        "MetaAudienceTarget",
+        "MetaSalesTarget",
+        "GoogleAudienceTarget",
+        "GoogleSalesTarget",
+    }
+    google = targets["GoogleSalesTarget"]
+    assert set(google["required"]) == {"customerId", "conversionActionId"}
+    customer = re.compile(google["properties"]["customerId"]["pattern"])
+    assert customer.search("123-456-7890") and customer.search("1234567890")
+    assert not customer.search("123456789") and not customer.search("12345678901")
+    consent = _branches(merchant_schema, properties["consent"])["GoogleConsent"]
+    assert consent["properties"]["adUserData"]["enum"] == ["granted", "denied"]
+    change = _path_item_body(merchant_schema, "patch")
+    assert change["title"] == "DestinationChange" and "credentials" in change["properties"]
+
+    # The examples of the document and of docs/ad-platforms.md are accepted as they stand.
+    shop = create_connected_store(session)
+    base = f"/merchant/api/profiles/{shop.profile.id}/destinations"
+    headers = sign_in(client)
+    worked = _worked_example()
+    for example in [*body["examples"], worked]:
+        created = client.post(base, json=example, headers=headers)
+        assert created.status_code == 201, created.text
+    assert created.json()["destination"]["target"] == {
+        "customerId": "1234567890",
+        "conversionActionId": "777000222",
+    }
+    refused = client.post(
+        base,
+        json={**worked, "target": {"customerId": "123-456-789"}},
+        headers=headers,
+    )
+    assert refused.status_code == 400
+    assert [e["field"] for e in refused.json()["errors"]] == [
+        "target.customerId",
+        "target.conversionActionId",
+    ]
+    assert refused.json()["detail"] in (DOCS / "ad-platforms.md").read_text(encoding="utf-8")
+
+
+def _path_item_body(schema: dict[str, Any], method: str) -> dict[str, Any]:
+    item = schema["paths"]["/merchant/api/profiles/{profileId}/destinations/{destinationId}"]
+    body: dict[str, Any] = item[method]["requestBody"]["content"]["application/json"]["schema"]
+    return body
+
+
+def _worked_example() -> dict[str, Any]:
+    """docs/ad-platforms.md's worked example: the first JSON block after its heading."""
+    text = (DOCS / "ad-platforms.md").read_text(encoding="utf-8")
+    after = text[text.index("### Worked example") :]
+    found = re.search(r"```json\n(.*?)```", after, re.DOTALL)
+    assert found is not None
+    example: dict[str, Any] = json.loads(found.group(1))
+    return example
 
 
 @pytest.mark.parametrize("page", ["/docs", "/merchant/api/docs"])

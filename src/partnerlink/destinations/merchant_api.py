@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Response
+from pydantic import SkipValidation
 
 from partnerlink.deps import PageDep, SessionDep, SettingsDep
 from partnerlink.destinations import service
 from partnerlink.destinations.models import Destination
+from partnerlink.destinations.request_shapes import DestinationChangeIn, DestinationRequestIn
 from partnerlink.destinations.schemas import destination_json, destination_request
 from partnerlink.merchant.deps import OwnedProfile
 from partnerlink.problems import NotFound, ValidationFailed, problem_responses
@@ -16,7 +18,11 @@ from partnerlink.problems import NotFound, ValidationFailed, problem_responses
 router = APIRouter(tags=["Merchant ad platforms"])
 
 RESPONSES = problem_responses(ValidationFailed, NotFound)
-JsonBody = Annotated[Any, Body()]
+# The bodies reach the routes as sent (SkipValidation): destination_request and
+# service.change check them field by field, naming every problem with `invalid_field`;
+# the models only give the OpenAPI document their typed shape.
+NewDestination = Annotated[SkipValidation[DestinationRequestIn], Body(title="DestinationRequest")]
+DestinationChange = Annotated[SkipValidation[DestinationChangeIn], Body(title="DestinationChange")]
 
 
 def owned_destination(
@@ -31,7 +37,7 @@ OwnedDestination = Annotated[Destination, Depends(owned_destination)]
 
 @router.post("/profiles/{profileId}/destinations", status_code=201, responses=RESPONSES)
 def post_destination(
-    profile: OwnedProfile, body: JsonBody, session: SessionDep, settings: SettingsDep
+    profile: OwnedProfile, body: NewDestination, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """Connects the profile to a Meta or Google audience or conversions destination."""
     destination = service.create(
@@ -61,7 +67,10 @@ def get_destination(destination: OwnedDestination) -> dict[str, Any]:
 
 @router.patch("/profiles/{profileId}/destinations/{destinationId}", responses=RESPONSES)
 def patch_destination(
-    destination: OwnedDestination, body: JsonBody, session: SessionDep, settings: SettingsDep
+    destination: OwnedDestination,
+    body: DestinationChange,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """New credentials put a `needs_attention` destination back to `pending`."""
     service.change(session, destination, body, signing_key=settings.signing_key)

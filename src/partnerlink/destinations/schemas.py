@@ -1,8 +1,9 @@
 """Destination requests, checked field by field (CONTRACT.md §11), and the Destination reply.
 
-A request is read from the raw JSON object rather than a pydantic model so that
-every refusal names its field with `invalid_field`, and nothing is stored.
-The reply never carries the credentials.
+A request is read from the raw JSON object rather than a pydantic model so that every
+refusal names its field with `invalid_field`, all of them at once, and nothing is stored.
+The models of request_shapes.py describe the request bodies in the merchant API's
+OpenAPI document. The reply never carries the credentials.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ TARGET_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = 
 
 
 # Google Ads shows a customer id as 123-456-7890: those dashes, or none, around 10 digits.
-CUSTOMER_ID = re.compile(r"[0-9]{3}(-?)[0-9]{3}\1[0-9]{4}")
+CUSTOMER_ID = re.compile(r"[0-9]{10}|[0-9]{3}-[0-9]{3}-[0-9]{4}")
 CUSTOMER_ID_FIELDS = ("customerId", "loginCustomerId")
 T = TypeVar("T")
 
