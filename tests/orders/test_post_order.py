@@ -139,7 +139,7 @@ def test_money_is_a_string_of_an_optional_minus_sign_and_digits(
         response = post(client, shop.auth, order_body(orderPrice=money))
         assert response.status_code == 400, money
         assert response.json()["errors"][0]["field"] == "orderPrice"
-    for money in ["0", "-150", "000123", "999999999999999999"]:
+    for money in ["0", "-150", "000123", "999999999999999"]:
         assert post(client, shop.auth, order_body(orderPrice=money)).status_code == 200, money
 
 

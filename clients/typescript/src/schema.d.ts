@@ -923,7 +923,7 @@ export interface components {
         OrderIn: {
             /**
              * Createdat
-             * @description ISO-8601 time of the order; without an offset it is taken as UTC.
+             * @description ISO-8601 time of the order, from 2000-01-01 to 2999-12-31; without an offset it is taken as UTC.
              */
             createdAt: string;
             /** Customeremail */
@@ -956,7 +956,7 @@ export interface components {
             orderId: string;
             /**
              * Orderprice
-             * @description Total in minor units, a string of an optional minus sign and digits: "2400" is 24.00 USD.
+             * @description Total in minor units, a string of an optional minus sign and at most 15 digits: "2400" is 24.00 USD.
              */
             orderPrice: string;
             /** @description Store snapshot (fields of PUT /v1/stores); updates the store profile. */

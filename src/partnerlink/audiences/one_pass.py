@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Engine,
     Integer,
@@ -132,8 +131,8 @@ def _pass(scope: Scope, after: int | None, until: int | None, *, ranked_spend: b
         columns.append(func.count().filter(and_(known, member)))
         columns += [func.count().filter(and_(member, extra)) for extra in (has_email, has_phone)]
     code: ColumnElement[Any] = case((has_email, 1), else_=0) + case((has_phone, 2), else_=0)
-    if ranked_spend:
-        code = cast(stats.c.spend, BigInteger) * 4 + code
+    if ranked_spend:  # a numeric, as the spend: exact whatever its size
+        code = stats.c.spend * 4 + code
     ranked = func.array_agg(aggregate_order_by(code, stats.c.spend.desc(), eligible.c.id))
     columns.append(ranked.filter(known, stats.c.orders >= 1).label("ranked"))
     joined = eligible.join(stats, stats.c.customer_id == eligible.c.id, full=True)
@@ -194,9 +193,8 @@ def _in_two_halves(engine: Engine, scope: Scope, *, middle: int) -> OnePass:
     counted = [sum(int(row[i] or 0) for row in halves) for i in range(1, len(lower_row) - 1)]
     sizes = _sizes(counted)
     buyers = sizes["buyers"][0]
-    with_email, with_phone = top_coverage(
-        lower_row[-1] or [], upper_row[-1] or [], (buyers + 4) // 5
-    )
+    lower_ranked, upper_ranked = ([int(value) for value in row[-1] or []] for row in halves)
+    with_email, with_phone = top_coverage(lower_ranked, upper_ranked, (buyers + 4) // 5)
     sizes["top"] = ((buyers + 4) // 5, with_email, with_phone)
     return OnePass(sizes, sum(int(row[0] or 0) for row in halves))
 

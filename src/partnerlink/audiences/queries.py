@@ -14,14 +14,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Select,
     String,
     Subquery,
     and_,
     case,
-    cast,
     exists,
     false,
     func,
@@ -38,6 +36,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from partnerlink.audiences.models import DIGEST_OF_SHA256, OptOut, Suppression
 from partnerlink.customers.models import Customer
+from partnerlink.db import sums
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.orders.models import Order
 from partnerlink.security.identifier_digests import identifier_digest_sql, register_digest_function
@@ -179,10 +178,8 @@ def order_stats(
         func.count().label("orders"),
         func.min(orders.c.ordered_at).label("first_at"),
         func.max(orders.c.ordered_at).label("last_at"),
-        # bigint, not SUM's numeric: `top` sorts by it, and numerics sort slowly.
-        cast(func.sum(case((in_currency, orders.c.order_price), else_=0)), BigInteger).label(
-            "spend"
-        ),
+        # Exact whatever the amounts (db/sums.py): `top` ranks by it.
+        *sums.exact_sum(scope.dialect, case((in_currency, orders.c.order_price), else_=0), "spend"),
     ]
     if anonymous:
         columns.append(func.count().filter(in_currency).label("in_currency"))
@@ -236,10 +233,17 @@ def eligible(scope: Scope) -> ColumnElement[bool]:
 
 @dataclass(frozen=True)
 class TopCut:
-    """The last member of `top`: its spend and id (spend descending, id ascending)."""
+    """The last member of `top`: its spend (the parts of its exact sum) and id (spend
+    descending, id ascending)."""
 
-    spend: Any
+    spend: tuple[Any, ...]
     customer_id: int
+
+
+def spend_of(stats: Subquery) -> list[ColumnElement[Any]]:
+    """The columns of a customer's spend in `order_stats`: ordered by them in turn, the
+    customers are in the order of their spend."""
+    return sums.parts(stats.c, "spend")
 
 
 def predicate(
@@ -258,11 +262,12 @@ def predicate(
         return and_(stats.c.orders >= 2, stats.c.last_at < scope.now - timedelta(days=LAPSED_DAYS))
     if cut is None:
         return false()
+    spend = spend_of(stats)
     return and_(
         buyer,
         or_(
-            stats.c.spend > cut.spend,
-            and_(stats.c.spend == cut.spend, customers.c.id <= cut.customer_id),
+            sums.above(spend, cut.spend),
+            and_(sums.equal(spend, cut.spend), customers.c.id <= cut.customer_id),
         ),
     )
 
@@ -278,10 +283,11 @@ def _joined(scope: Scope, stats: Subquery, *columns: Any) -> Select[Any]:
 def _top_ranked(scope: Scope, size: int, *columns: Any) -> Select[Any]:
     """The `size` buyers with the highest spend (then the oldest first)."""
     stats = order_stats(scope)
+    spend = spend_of(stats)
     return (
-        _joined(scope, stats, *columns, stats.c.spend, customers.c.id)
+        _joined(scope, stats, *columns, *spend, customers.c.id)
         .where(stats.c.orders >= 1)
-        .order_by(stats.c.spend.desc(), customers.c.id)
+        .order_by(*(part.desc() for part in spend), customers.c.id)
         .limit(size)
     )
 
@@ -290,7 +296,7 @@ def top_cut(connection: Connection, scope: Scope, size: int) -> TopCut | None:
     if size <= 0:
         return None
     row = connection.execute(_top_ranked(scope, 1).offset(size - 1)).first()
-    return TopCut(row.spend, row.id) if row is not None else None
+    return TopCut(tuple(row[:-1]), row.id) if row is not None else None
 
 
 def top_coverage(connection: Connection, scope: Scope, size: int) -> tuple[int, int, int]:

@@ -70,8 +70,12 @@ ADVICE = {
         "disconnect and connect again with the right ones.",
     ),
     "retry": ("platform_unavailable", "Nothing to do: PartnerLink tries again by itself."),
-    "internal": ("sync_failed", "Nothing to do: PartnerLink tries again by itself."),
+    # Our own failure: the merchant is told it failed, not that there is nothing to do.
+    "internal": ("sync_failed", "PartnerLink tries again by itself."),
 }
+
+
+INTERNAL_FAILURE = "The sync failed in PartnerLink before it finished."
 
 
 @dataclass(frozen=True)
@@ -169,9 +173,7 @@ def sync_destination(
         return _failed(sessions, settings, destination, lease, error, credentials.values())
     except Exception:
         log.exception("sync of destination %s failed; will retry", destination_id)
-        _record(
-            sessions, lease, _retry(settings, destination, "internal", "The sync failed.", None)
-        )
+        _record(sessions, lease, _retry(settings, destination, "internal", INTERNAL_FAILURE, None))
         return Outcome(destination_id, "retry")
     now = utcnow()
     values: dict[str, Any] = {

@@ -61,6 +61,8 @@ def state_in_words(destination: Destination) -> str:
     error = (destination.last_error or {}).get("message")
     if destination.status == NEEDS_ATTENTION:
         return f"Needs your attention: {error or platform + ' refused the last sync.'}"
+    if error and (destination.last_error or {}).get("code") == "sync_failed":
+        return str(error)  # our own failure, not the platform's: its words say it failed
     if error:
         return f"{platform} could not be reached on the last try; PartnerLink tries again. {error}"
     if destination.status == ACTIVE and destination.last_sync_at is not None:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from partnerlink.customers.models import Customer
+from partnerlink.db.sums import exact_sum
 from partnerlink.measurement.models import Campaign
 from partnerlink.orders.conversion import NEW
 from partnerlink.orders.models import Order
@@ -79,20 +80,16 @@ def _in_period(
 
 def orders_by_day(
     session: Session, profile_id: str, start: datetime, end: datetime, live_only: bool = False
-) -> Select[Any, str, str | None, str, int, int]:
-    """Counts and revenue by (day, class, campaign, currency): one pass over the period."""
+) -> Select[Any]:
+    """Counts and revenue (the parts of an exact sum, db/sums.py) by (day, class, campaign,
+    currency): one pass over the period."""
     day = _day(session)
+    groups = (day, Order.conversion, Order.campaign_id, Order.order_currency)
+    revenue = exact_sum(session.get_bind().dialect.name, Order.order_price, "revenue")
     return (
-        select(
-            day,
-            Order.conversion,
-            Order.campaign_id,
-            Order.order_currency,
-            func.count(),
-            func.sum(Order.order_price),
-        )
+        select(*groups, func.count(), *revenue)
         .where(*_in_period(profile_id, start, end, live_only))
-        .group_by(day, Order.conversion, Order.campaign_id, Order.order_currency)
+        .group_by(*groups)
     )
 
 
@@ -122,11 +119,13 @@ def customers_before(profile_id: str, moment: datetime, live_only: bool = False)
 
 
 def spend_by_customer(
-    profile_id: str, start: datetime, end: datetime, live_only: bool = False
-) -> Select[int | None, str, int]:
-    """What each customer bought in [start, end], by currency (anonymous orders left out)."""
+    session: Session, profile_id: str, start: datetime, end: datetime, live_only: bool = False
+) -> Select[Any]:
+    """What each customer bought in [start, end] (the parts of an exact sum, db/sums.py),
+    by currency (anonymous orders left out)."""
+    spend = exact_sum(session.get_bind().dialect.name, Order.order_price, "spend")
     return (
-        select(Order.customer_id, Order.order_currency, func.sum(Order.order_price))
+        select(Order.customer_id, Order.order_currency, *spend)
         .where(
             Order.profile_id == profile_id,
             Order.ordered_at >= start,

@@ -17,19 +17,18 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.db.sums import total
 from partnerlink.measurement import queries
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.stats import newcombe
 from partnerlink.measurement.touches import CAMPAIGN_ID_RULE, is_campaign_id
 from partnerlink.orders.conversion import CLASSES
+from partnerlink.orders.schemas import FIRST_DAY, LAST_DAY
 from partnerlink.problems import BadRequest, NotFound
 
 DEFAULT_DAYS = 28
 MAX_DAYS = 3660
-# CONTRACT §12: periods lie within these dates (the day after 9999-12-31 does not exist).
-FIRST_DAY = date(2000, 1, 1)
-LAST_DAY = date(2999, 12, 31)
 CSV_HEADER = ("weekStart", "class", "currency", "orders", "revenue")
 
 
@@ -88,8 +87,8 @@ def _grouped(
     low, high = _bounds(start, end)
     live_only = _has_test_stores(session, profile_id)
     return [
-        (week_start(_as_date(day)), conversion, campaign_id, currency, count, int(amount or 0))
-        for day, conversion, campaign_id, currency, count, amount in session.execute(
+        (week_start(_as_date(day)), conversion, campaign_id, currency, count, total(amount))
+        for day, conversion, campaign_id, currency, count, *amount in session.execute(
             queries.orders_by_day(session, profile_id, low, high, live_only)
         )
     ]
@@ -207,11 +206,11 @@ def lift(session: Session, campaign: Campaign) -> dict[str, Any]:
     profile_id = campaign.profile_id
     live_only = _has_test_stores(session, profile_id)
     spend: dict[int, dict[str, int]] = defaultdict(dict)
-    for customer_id, currency, amount in session.execute(
-        queries.spend_by_customer(profile_id, start, end, live_only)
+    for customer_id, currency, *amount in session.execute(
+        queries.spend_by_customer(session, profile_id, start, end, live_only)
     ):
         if customer_id is not None:
-            spend[customer_id][currency] = int(amount or 0)
+            spend[customer_id][currency] = total(amount)
     groups = {"test": _Group(), "control": _Group()}
     for customer_id in session.scalars(queries.customers_before(profile_id, start, live_only)):
         control = is_control(campaign.salt, customer_id, campaign.holdout_percent)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Annotated, Any
 
 from pydantic import (
@@ -33,7 +33,14 @@ from partnerlink.orders.models import Order
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
 
-_MONEY = re.compile(r"-?[0-9]{1,18}")
+# At most 15 digits: such an amount keeps every digit as a float (an ad platform's
+# conversion value); sums of any number of them are exact all the same (db/sums.py).
+MONEY_DIGITS = 15
+MAX_MONEY = 10**MONEY_DIGITS - 1
+_MONEY = re.compile(rf"-?[0-9]{{1,{MONEY_DIGITS}}}")
+# CONTRACT §12: an order's createdAt (its UTC date) and a Results period lie within these.
+FIRST_DAY = date(2000, 1, 1)
+LAST_DAY = date(2999, 12, 31)
 # Free text of an order (names, item names, details) may hold line breaks and controls.
 _UNSTORABLE = unstorable_characters(controls=False, line_breaks=False)
 _INT64 = 2**63
@@ -73,8 +80,9 @@ def parse_money(value: str) -> str:
     """A string of an optional minus sign and ASCII digits, an amount in minor units."""
     if not _MONEY.fullmatch(value):
         raise ValueError(
-            "must be a string of an optional minus sign and at most 18 digits, "
-            'an amount in minor units, e.g. "2400" or "-100"'
+            f"must be a string of an optional minus sign and at most {MONEY_DIGITS} digits "
+            f"(from -{MAX_MONEY} to {MAX_MONEY}), an amount in minor units, "
+            'e.g. "2400" or "-100"'
         )
     return value
 
@@ -103,9 +111,18 @@ def parse_timestamp(value: object) -> datetime:
     return parsed
 
 
+def parse_order_time(value: object) -> datetime:
+    """An order's createdAt: a timestamp whose UTC date lies from FIRST_DAY to LAST_DAY."""
+    parsed = parse_timestamp(value)
+    if not FIRST_DAY <= parsed.astimezone(UTC).date() <= LAST_DAY:
+        raise ValueError(f"must be a time from {FIRST_DAY} to {LAST_DAY} (UTC)")
+    return parsed
+
+
 Text = Annotated[str, BeforeValidator(_string), AfterValidator(clean_text)]
 Money = Annotated[str, BeforeValidator(_string), AfterValidator(parse_money)]
 Timestamp = Annotated[datetime, PlainValidator(parse_timestamp, json_schema_input_type=str)]
+OrderTime = Annotated[datetime, PlainValidator(parse_order_time, json_schema_input_type=str)]
 Required = BeforeValidator(_present)
 Quantity = Annotated[int, BeforeValidator(_integer), Field(gt=-_INT64, lt=_INT64)]
 
@@ -190,14 +207,15 @@ class OrderIn(BaseModel):
         max_length=200, description="Your order id; re-sending it updates the order."
     )
     orderPrice: Annotated[Money, Required] = Field(
-        description="Total in minor units, a string of an optional minus sign and digits: "
-        '"2400" is 24.00 USD.'
+        description="Total in minor units, a string of an optional minus sign and at most "
+        f'{MONEY_DIGITS} digits: "2400" is 24.00 USD.'
     )
     orderCurrency: Annotated[str, Required, AfterValidator(parse_currency)] = Field(
         description="ISO 4217 currency code."
     )
-    createdAt: Annotated[Timestamp, Required] = Field(
-        description="ISO-8601 time of the order; without an offset it is taken as UTC."
+    createdAt: Annotated[OrderTime, Required] = Field(
+        description="ISO-8601 time of the order, from 2000-01-01 to 2999-12-31; without an "
+        "offset it is taken as UTC."
     )
     updatedAt: Timestamp | None = Field(
         None, description="ISO-8601 time of the last change; an older re-send is not applied."
