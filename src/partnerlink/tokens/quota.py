@@ -64,7 +64,7 @@ _TOKEN_REFUSED = frozenset({401, 403})
 
 
 @dataclass(frozen=True, slots=True)
-class _NamedBy:
+class NamedBy:
     """Who a token (by digest) names: a partner until `expires_at` (Unix time, None for
     never), read at `read_at` (monotonic); `partner_id` "" for nobody, which is final: an
     unknown, revoked or expired token never comes back to life."""
@@ -74,7 +74,7 @@ class _NamedBy:
     read_at: float
 
 
-_NOBODY = _NamedBy("", None, 0.0)
+_NOBODY = NamedBy("", None, 0.0)
 
 
 class PartnerQuotaLimit:
@@ -87,7 +87,7 @@ class PartnerQuotaLimit:
         # A memory storage is one per process; apps sharing a process (tests) count apart.
         name = f"quota-{uuid.uuid4().hex[:12]}" if storage.startswith("memory") else "quota"
         self.counter = RequestQuota(name, storage)
-        self.token_partners: dict[str, _NamedBy] = {}  # by token digest
+        self.token_partners: dict[str, NamedBy] = {}  # by token digest
         self.clients: dict[str, tuple[ClientKey | None, float]] = {}
         self.quotas: dict[str, tuple[int, float]] = {}
 
@@ -160,7 +160,7 @@ class PartnerQuotaLimit:
                 return client.partner_id, ""
         return None
 
-    async def _read_token(self, scope: Scope, key: str) -> _NamedBy | None:
+    async def _read_token(self, scope: Scope, key: str) -> NamedBy | None:
         """Who the token names now, kept; None when the database could not say (not kept)."""
         found = await run_in_threadpool(_read, scope, partner_of_live_token, key)
         if found is False:
@@ -169,7 +169,7 @@ class PartnerQuotaLimit:
         if found is not None:
             partner_id, expires_at = found
             expires = expires_at.timestamp() if expires_at is not None else None
-            named = _NamedBy(partner_id, expires, time.monotonic())
+            named = NamedBy(partner_id, expires, time.monotonic())
         if len(self.token_partners) >= MAX_CACHED:
             self.token_partners.clear()
         self.token_partners[key] = named
