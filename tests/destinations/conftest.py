@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -17,10 +18,11 @@ from partnerlink.destinations.google import GoogleClient
 from partnerlink.destinations.google_oauth import GoogleCredentials, TokenCache
 from partnerlink.destinations.meta import MetaClient
 from partnerlink.settings import Settings
+from tests.audiences.helpers import add_customer
 from tests.destinations import fake_google, fake_meta
 from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
-from tests.destinations.sync_helpers import Destinations, platform_settings
+from tests.destinations.sync_helpers import Destinations, Syncing, platform_settings
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.merchant.conftest import fresh_sign_in_budgets  # noqa: F401
 from tests.merchant.helpers import sign_in
@@ -96,3 +98,16 @@ def shop(session: Session) -> ConnectedStoreFixture:
 def owner(client: TestClient, shop: ConnectedStoreFixture) -> dict[str, str]:
     """The bearer header of the shop's merchant."""
     return sign_in(client)
+
+
+@pytest.fixture
+def syncing(
+    app: FastAPI,
+    session: Session,
+    shop: ConnectedStoreFixture,
+    api: Destinations,
+    servers: tuple[FakeMeta, FakeGoogle],
+    worker_settings: Settings,
+) -> Syncing:
+    add_customer(session, shop.store, email="someone@example.com")
+    return Syncing(app, api, *servers, worker_settings)

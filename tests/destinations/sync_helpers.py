@@ -209,3 +209,18 @@ def lift_opt_out(client: TestClient, owner: dict[str, str], profile_id: str) -> 
         headers=owner,
     )
     assert answer.status_code == 200, answer.text
+
+
+@dataclass(frozen=True)
+class Syncing:
+    """A shop with one customer (someone@example.com), its merchant API, both platforms'
+    stand-ins and the worker's settings pointed at them (the `syncing` fixture)."""
+
+    app: FastAPI
+    api: Destinations
+    meta: FakeMeta
+    google: FakeGoogle
+    settings: Settings
+
+    def run(self) -> int:
+        return run_worker(self.app, self.settings)

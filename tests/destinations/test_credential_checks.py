@@ -9,22 +9,17 @@ import json
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.service import seal_credentials
-from partnerlink.settings import Settings
-from tests.audiences.helpers import add_customer
-from tests.destinations.fake_google import FakeGoogle
-from tests.destinations.fake_meta import FakeMeta
 from tests.destinations.sync_helpers import (
     Destinations,
+    Syncing,
     google_conversions,
     meta_audience,
-    run_worker,
 )
 from tests.factories import ConnectedStoreFixture
 from tests.web.conftest import sign_in_console
@@ -125,26 +120,19 @@ def test_the_console_refuses_an_unprintable_token_too(
 
 
 def test_unprintable_credentials_stored_earlier_need_attention_without_a_call(
-    app: FastAPI,
-    session: Session,
-    shop: ConnectedStoreFixture,
-    api: Destinations,
-    servers: tuple[FakeMeta, FakeGoogle],
-    worker_settings: Settings,
+    syncing: Syncing, session: Session
 ) -> None:
-    meta, _google = servers
-    add_customer(session, shop.store, email="someone@example.com")
-    created = api.create(meta_audience())
+    created = syncing.api.create(meta_audience())
     sealed = seal_credentials(
-        worker_settings.signing_key, created["id"], {"accessToken": "EAAB\r\nbroken"}
+        syncing.settings.signing_key, created["id"], {"accessToken": "EAAB\r\nbroken"}
     )
     session.execute(
         update(Destination).where(Destination.id == created["id"]).values(credentials_sealed=sealed)
     )
     session.commit()
-    run_worker(app, worker_settings)
-    state = api.get(created["id"])
+    syncing.run()
+    state = syncing.api.get(created["id"])
     assert state["status"] == "needs_attention"
     assert state["lastError"]["code"] == "credentials_refused"
     assert "line break" in state["lastError"]["message"]
-    assert meta.requests == []
+    assert syncing.meta.requests == []

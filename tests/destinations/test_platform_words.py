@@ -4,23 +4,20 @@ lower-cased or cut short shows nowhere, not on the page, in the API or in the CL
 
 from __future__ import annotations
 
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.destinations.platform import holds_credential
-from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer
 from tests.conftest import LiveServer
 from tests.destinations import fake_google, fake_meta
-from tests.destinations.fake_google import FakeGoogle
-from tests.destinations.fake_meta import FakeMeta, meta_error
+from tests.destinations.fake_meta import meta_error
 from tests.destinations.sync_helpers import (
     Destinations,
+    Syncing,
     google_audience,
     google_credentials,
     meta_audience,
-    run_worker,
 )
 from tests.factories import ConnectedStoreFixture
 from tests.web.conftest import sign_in_console
@@ -52,24 +49,16 @@ def _everywhere(
 
 
 def test_a_meta_message_echoing_the_token_in_another_spelling_is_left_out(
-    app: FastAPI,
-    client: TestClient,
-    session: Session,
-    shop: ConnectedStoreFixture,
-    api: Destinations,
-    servers: tuple[FakeMeta, FakeGoogle],
-    worker_settings: Settings,
-    live_env: dict[str, str],
+    syncing: Syncing, client: TestClient, shop: ConnectedStoreFixture, live_env: dict[str, str]
 ) -> None:
-    meta, _google = servers
-    add_customer(session, shop.store, email="someone@example.com")
+    meta, api = syncing.meta, syncing.api
     created = api.create(meta_audience())
     status, body = meta_error(
         401, 190, f"Malformed access token {META_ECHOES[0]} (starts {META_ECHOES[1]})", 463
     )
     body["error"]["error_user_msg"] = f"Token {META_ECHOES[2]} is not valid"
     meta.answer_next(status, body)
-    run_worker(app, worker_settings)
+    syncing.run()
 
     state = api.get(created["id"])
     assert state["status"] == "needs_attention"
@@ -83,40 +72,27 @@ def test_a_meta_message_echoing_the_token_in_another_spelling_is_left_out(
         assert echo.lower() not in shown
 
 
-def test_a_known_meta_message_is_kept(
-    app: FastAPI,
-    session: Session,
-    shop: ConnectedStoreFixture,
-    api: Destinations,
-    servers: tuple[FakeMeta, FakeGoogle],
-    worker_settings: Settings,
-) -> None:
-    meta, _google = servers
-    add_customer(session, shop.store, email="someone@example.com")
-    created = api.create(meta_audience())
+def test_a_known_meta_message_is_kept(syncing: Syncing) -> None:
+    created = syncing.api.create(meta_audience())
     known = (
         "Error validating access token: The session has been invalidated because the user "
         "changed their password or Facebook has changed the session for security reasons."
     )
-    meta.answer_next(*meta_error(401, 190, known, 460))
-    run_worker(app, worker_settings)
-    assert known in api.get(created["id"])["lastError"]["message"]
+    syncing.meta.answer_next(*meta_error(401, 190, known, 460))
+    syncing.run()
+    assert known in syncing.api.get(created["id"])["lastError"]["message"]
 
 
 def test_google_messages_echoing_credentials_are_left_out(
-    app: FastAPI,
+    syncing: Syncing,
     client: TestClient,
     session: Session,
     shop: ConnectedStoreFixture,
-    api: Destinations,
-    servers: tuple[FakeMeta, FakeGoogle],
-    worker_settings: Settings,
     live_env: dict[str, str],
 ) -> None:
-    _meta, google = servers
-    add_customer(session, shop.store, email="someone@example.com")
+    google, api = syncing.google, syncing.api
     forbidden = api.create(google_audience())
-    run_worker(app, worker_settings)  # its access token is kept: the next call is an ingest
+    syncing.run()  # its access token is kept: the next call is an ingest
     add_customer(session, shop.store, email="another@example.com")
     google.answer_next(
         403,
@@ -129,7 +105,7 @@ def test_google_messages_echoing_credentials_are_left_out(
         },
     )
     api.sync(forbidden["id"])
-    run_worker(app, worker_settings)
+    syncing.run()
     error = api.get(forbidden["id"])["lastError"]
     assert error["message"].startswith("Google answered HTTP 403 PERMISSION_DENIED. ")
     assert "Caller" not in error["message"]
@@ -144,7 +120,7 @@ def test_google_messages_echoing_credentials_are_left_out(
             f"{GOOGLE_ECHOES[2]}",
         },
     )
-    run_worker(app, worker_settings)
+    syncing.run()
     error = api.get(refused["id"])["lastError"]
     assert error["code"] == "credentials_refused"
     assert error["message"].startswith("Google's sign-in service answered HTTP 400 invalid_grant. ")
@@ -155,20 +131,11 @@ def test_google_messages_echoing_credentials_are_left_out(
         assert echo.lower() not in shown
 
 
-def test_a_known_google_description_is_kept(
-    app: FastAPI,
-    session: Session,
-    shop: ConnectedStoreFixture,
-    api: Destinations,
-    servers: tuple[FakeMeta, FakeGoogle],
-    worker_settings: Settings,
-) -> None:
-    _meta, google = servers
-    add_customer(session, shop.store, email="someone@example.com")
-    created = api.create(google_audience())
-    google.revoke_refresh_token()  # invalid_grant, "Token has been expired or revoked."
-    run_worker(app, worker_settings)
-    message = api.get(created["id"])["lastError"]["message"]
+def test_a_known_google_description_is_kept(syncing: Syncing) -> None:
+    created = syncing.api.create(google_audience())
+    syncing.google.revoke_refresh_token()  # invalid_grant, "Token has been expired or revoked."
+    syncing.run()
+    message = syncing.api.get(created["id"])["lastError"]["message"]
     assert message.startswith(
         "Google's sign-in service answered HTTP 400 invalid_grant: "
         "Token has been expired or revoked."
