@@ -1,19 +1,24 @@
-"""Builders for the consent-screen flow: a partner, a merchant with a profile and store."""
+"""Builders for the consent-screen flow: a partner, a merchant with a profile and store;
+and for OAuth, a partner with a redirect URI and Authlib's client acting as it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+from authlib.integrations.httpx_client import OAuth2Client
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.connect import service
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.merchant.sessions import start_session
+from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
+from tests.connect.oauth_steps import OAuthWorld, build_oauth_world, reset_budgets, stock_client
 from tests.factories import (
     PartnerWithSecret,
     create_merchant_account,
@@ -50,6 +55,25 @@ def build_world(session: Session, *, ereceipt: bool = False) -> World:
 @pytest.fixture
 def world(session: Session) -> World:
     return build_world(session)
+
+
+@pytest.fixture
+def oauth_world(session: Session, settings: Settings) -> Iterator[OAuthWorld]:
+    """A partner with a registered redirect URI, a merchant who signs in on the pages; the
+    authorization budgets (process memory) fresh, so no test counts in the next."""
+    reset_budgets(settings)
+    yield build_oauth_world(session)
+    reset_budgets(settings)
+
+
+@pytest.fixture
+def oauth(client: TestClient, oauth_world: OAuthWorld) -> Iterator[OAuth2Client]:
+    """Authlib's own client as the partner, in process; `client` follows no redirect."""
+    client.follow_redirects = False
+    with stock_client(
+        "http://testserver", oauth_world.partner, transport=client._transport
+    ) as partner_client:
+        yield partner_client
 
 
 def new_integration_token(client: TestClient, partner: PartnerWithSecret) -> str:

@@ -55,20 +55,14 @@ def fresh_budgets(settings: Settings) -> Iterator[None]:
 
 
 @pytest.fixture
-def world(session: Session) -> OAuthWorld:
-    return build_oauth_world(session)
+def world(oauth_world: OAuthWorld) -> OAuthWorld:
+    return oauth_world
 
 
 @pytest.fixture
 def browser(client: TestClient) -> TestClient:
     client.follow_redirects = False
     return client
-
-
-@pytest.fixture
-def oauth(client: TestClient, world: OAuthWorld) -> Iterator[OAuth2Client]:
-    with stock_client(BASE, world.partner, transport=client._transport) as partner_client:
-        yield partner_client
 
 
 def _token_status(client: TestClient, access_token: str) -> int:

@@ -7,7 +7,6 @@ changes nothing; client authentication is the token endpoint's, errors RFC 6749'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,15 +15,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.settings import Settings
 from partnerlink.tokens.models import Connection
 from partnerlink.webhooks.models import WebhookEvent
 from tests.connect.conftest import fetch_all, fetch_one
 from tests.connect.oauth_steps import (
     OAuthWorld,
     authorized,
-    build_oauth_world,
-    reset_budgets,
     stock_client,
 )
 from tests.factories import create_partner
@@ -34,28 +30,9 @@ REVOKE = f"{BASE}/v1/oauth/revoke"
 TOKEN = f"{BASE}/v1/oauth/token"
 
 
-@pytest.fixture(autouse=True)
-def fresh_budgets(settings: Settings) -> Iterator[None]:
-    reset_budgets(settings)
-    yield
-    reset_budgets(settings)
-
-
-@pytest.fixture
-def world(session: Session) -> OAuthWorld:
-    return build_oauth_world(session)
-
-
-@pytest.fixture
-def oauth(client: TestClient, world: OAuthWorld) -> Iterator[OAuth2Client]:
-    client.follow_redirects = False
-    with stock_client(BASE, world.partner, transport=client._transport) as partner_client:
-        yield partner_client
-
-
-def _tokens(client: TestClient, oauth: OAuth2Client, world: OAuthWorld) -> dict[str, Any]:
+def _tokens(client: TestClient, oauth: OAuth2Client, oauth_world: OAuthWorld) -> dict[str, Any]:
     location, started = authorized(
-        client, oauth, f"{BASE}/connect/oauth/authorize", f"profile:{world.profile.id}"
+        client, oauth, f"{BASE}/connect/oauth/authorize", f"profile:{oauth_world.profile.id}"
     )
     token: dict[str, Any] = oauth.fetch_token(
         TOKEN, authorization_response=location, code_verifier=started.code_verifier
@@ -68,26 +45,26 @@ def _works(client: TestClient, access_token: str) -> bool:
     return answer.status_code == 200
 
 
-def _refreshes(client: TestClient, world: OAuthWorld, refresh_token: str) -> int:
+def _refreshes(client: TestClient, oauth_world: OAuthWorld, refresh_token: str) -> int:
     answer = client.post(
         TOKEN,
         data={"grant_type": "refresh_token", "refresh_token": refresh_token},
-        auth=(world.partner.client_id, world.partner.client_secret),
+        auth=(oauth_world.partner.client_id, oauth_world.partner.client_secret),
     )
     return answer.status_code
 
 
 @pytest.mark.parametrize("kind", ["refresh_token", "access_token"])
 def test_revoking_either_token_revokes_the_connection(
-    client: TestClient, oauth: OAuth2Client, world: OAuthWorld, session: Session, kind: str
+    client: TestClient, oauth: OAuth2Client, oauth_world: OAuthWorld, session: Session, kind: str
 ) -> None:
-    token = _tokens(client, oauth, world)
+    token = _tokens(client, oauth, oauth_world)
     assert _works(client, token["access_token"])
     answer = oauth.revoke_token(REVOKE, token=token[kind], token_type_hint=kind)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {} and answer.headers["cache-control"] == "no-store"
     assert not _works(client, token["access_token"])
-    assert _refreshes(client, world, token["refresh_token"]) == 400  # invalid_grant
+    assert _refreshes(client, oauth_world, token["refresh_token"]) == 400  # invalid_grant
     connection = fetch_one(session, select(Connection))
     assert connection.revoked_at is not None
     events = fetch_all(session, select(WebhookEvent))
@@ -95,9 +72,9 @@ def test_revoking_either_token_revokes_the_connection(
 
 
 def test_unknown_revoked_or_odd_tokens_answer_200_and_change_nothing(
-    client: TestClient, oauth: OAuth2Client, world: OAuthWorld
+    client: TestClient, oauth: OAuth2Client, oauth_world: OAuthWorld
 ) -> None:
-    token = _tokens(client, oauth, world)
+    token = _tokens(client, oauth, oauth_world)
     for value in ("plk_rt_nothing", "plk_at_\x00", "x" * 5000):
         assert oauth.revoke_token(REVOKE, token=value).status_code == 200
     assert _works(client, token["access_token"])
@@ -110,9 +87,9 @@ def test_unknown_revoked_or_odd_tokens_answer_200_and_change_nothing(
 
 
 def test_another_partners_token_is_not_revoked(
-    client: TestClient, oauth: OAuth2Client, world: OAuthWorld, session: Session
+    client: TestClient, oauth: OAuth2Client, oauth_world: OAuthWorld, session: Session
 ) -> None:
-    token = _tokens(client, oauth, world)
+    token = _tokens(client, oauth, oauth_world)
     other = create_partner(session, name="Other POS", pos_type="other-pos")
     with stock_client(BASE, other, transport=client._transport) as intruder:
         answer = intruder.revoke_token(REVOKE, token=token["refresh_token"])
@@ -121,15 +98,15 @@ def test_another_partners_token_is_not_revoked(
 
 
 def test_client_secret_post_revokes_too(
-    client: TestClient, world: OAuthWorld, oauth: OAuth2Client
+    client: TestClient, oauth_world: OAuthWorld, oauth: OAuth2Client
 ) -> None:
-    token = _tokens(client, oauth, world)
+    token = _tokens(client, oauth, oauth_world)
     answer = client.post(
         REVOKE,
         data={
             "token": token["refresh_token"],
-            "client_id": world.partner.client_id,
-            "client_secret": world.partner.client_secret,
+            "client_id": oauth_world.partner.client_id,
+            "client_secret": oauth_world.partner.client_secret,
         },
     )
     assert answer.status_code == 200, answer.text
@@ -144,8 +121,8 @@ def _error(answer: Any, status: int, error: str) -> None:
     assert body["error"] == error and body["code"] == error
 
 
-def test_refusals_are_rfc_6749_errors(client: TestClient, world: OAuthWorld) -> None:
-    secret = (world.partner.client_id, world.partner.client_secret)
+def test_refusals_are_rfc_6749_errors(client: TestClient, oauth_world: OAuthWorld) -> None:
+    secret = (oauth_world.partner.client_id, oauth_world.partner.client_secret)
     _error(client.post(REVOKE, data={"token": "plk_rt_x"}), 401, "invalid_client")
     wrong = client.post(REVOKE, data={"token": "plk_rt_x"}, auth=(secret[0], "plk_cs_wrong"))
     _error(wrong, 401, "invalid_client")

@@ -11,15 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Depends, Header, Response
 from pydantic import BaseModel, Field
 
 from partnerlink.webhooks.events import CONNECTION_REVOKED, STORE_SETTINGS_UPDATED, UPLOAD_FINISHED
 
 router = APIRouter(tags=["Webhooks"])
 
-_ID = Field(description="`evt_...`, the same on every attempt and replay: deduplicate by it.")
-_CREATED = Field(description="When the event happened (ISO-8601, UTC).")
+
+class _Event(BaseModel):
+    """What every event carries; each type adds its `type` and `data`."""
+
+    id: str = Field(
+        description="`evt_...`, the same on every attempt and replay: deduplicate by it."
+    )
+    createdAt: str = Field(description="When the event happened (ISO-8601, UTC).")
 
 
 class ConnectionRevokedData(BaseModel):
@@ -31,10 +37,8 @@ class ConnectionRevokedData(BaseModel):
     )
 
 
-class ConnectionRevokedEvent(BaseModel):
-    id: str = _ID
+class ConnectionRevokedEvent(_Event):
     type: Literal["connection.revoked"]
-    createdAt: str = _CREATED
     data: ConnectionRevokedData
 
 
@@ -43,10 +47,8 @@ class StoreSettingsUpdatedData(BaseModel):
     greenInvoices: bool
 
 
-class StoreSettingsUpdatedEvent(BaseModel):
-    id: str = _ID
+class StoreSettingsUpdatedEvent(_Event):
     type: Literal["store.settings.updated"]
-    createdAt: str = _CREATED
     data: StoreSettingsUpdatedData
 
 
@@ -61,34 +63,35 @@ class UploadFinishedData(BaseModel):
     rejected: int
 
 
-class UploadFinishedEvent(BaseModel):
-    id: str = _ID
+class UploadFinishedEvent(_Event):
     type: Literal["customers.upload.finished"]
-    createdAt: str = _CREATED
     data: UploadFinishedData
 
 
-WebhookId = Annotated[str, Header(alias="webhook-id", description="The event's `id`.")]
-WebhookTimestamp = Annotated[
-    str, Header(alias="webhook-timestamp", description="Unix seconds of this attempt.")
-]
-WebhookSignature = Annotated[
-    str,
-    Header(
-        alias="webhook-signature",
-        description="Standard Webhooks: `v1,<base64 HMAC-SHA256>` of "
-        '"<webhook-id>.<webhook-timestamp>.<raw body>", keyed with the bytes after `whsec_`; '
-        "two, space-separated, for 24 h after a secret's rotation.",
-    ),
-]
-PartnerLinkSignature = Annotated[
-    str,
-    Header(
-        alias="PartnerLink-Signature",
-        description='`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, '
-        "keyed with the whole secret; a second `v1=` for 24 h after a rotation.",
-    ),
-]
+def _signed(
+    webhook_id: Annotated[str, Header(alias="webhook-id", description="The event's `id`.")],
+    webhook_timestamp: Annotated[
+        str, Header(alias="webhook-timestamp", description="Unix seconds of this attempt.")
+    ],
+    webhook_signature: Annotated[
+        str,
+        Header(
+            alias="webhook-signature",
+            description="Standard Webhooks: `v1,<base64 HMAC-SHA256>` of "
+            '"<webhook-id>.<webhook-timestamp>.<raw body>", keyed with the bytes after '
+            "`whsec_`; two, space-separated, for 24 h after a secret's rotation.",
+        ),
+    ],
+    partnerlink_signature: Annotated[
+        str,
+        Header(
+            alias="PartnerLink-Signature",
+            description='`t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, '
+            "keyed with the whole secret; a second `v1=` for 24 h after a rotation.",
+        ),
+    ],
+) -> None:
+    """The headers that sign every event (the operations' parameters)."""
 
 
 def _event(event_type: str, summary: str) -> Callable[[Callable[..., None]], Any]:
@@ -97,6 +100,7 @@ def _event(event_type: str, summary: str) -> Callable[[Callable[..., None]], Any
         event_type,
         summary=summary,
         operation_id=event_type.replace(".", "_"),
+        dependencies=[Depends(_signed)],
         response_class=Response,
         status_code=200,
         response_description="Received (any 2xx). Answer within 10 s; do the work afterwards.",
@@ -110,34 +114,16 @@ def _event(event_type: str, summary: str) -> Callable[[Callable[..., None]], Any
 
 
 @_event(CONNECTION_REVOKED, "A connection was revoked")
-def connection_revoked(
-    event: ConnectionRevokedEvent,
-    webhook_id: WebhookId,
-    webhook_timestamp: WebhookTimestamp,
-    webhook_signature: WebhookSignature,
-    partnerlink_signature: PartnerLinkSignature,
-) -> None:
+def connection_revoked(event: ConnectionRevokedEvent) -> None:
     """Its tokens no longer work: the merchant disconnected, you revoked it, or the store
     connected to you again (a new pairing or consent replaces the old connection)."""
 
 
 @_event(STORE_SETTINGS_UPDATED, "A store's e-receipt setting changed")
-def store_settings_updated(
-    event: StoreSettingsUpdatedEvent,
-    webhook_id: WebhookId,
-    webhook_timestamp: WebhookTimestamp,
-    webhook_signature: WebhookSignature,
-    partnerlink_signature: PartnerLinkSignature,
-) -> None:
+def store_settings_updated(event: StoreSettingsUpdatedEvent) -> None:
     """To every partner connected to the store: offer e-receipts only while it is on."""
 
 
 @_event(UPLOAD_FINISHED, "A customer file was ingested")
-def upload_finished(
-    event: UploadFinishedEvent,
-    webhook_id: WebhookId,
-    webhook_timestamp: WebhookTimestamp,
-    webhook_signature: WebhookSignature,
-    partnerlink_signature: PartnerLinkSignature,
-) -> None:
+def upload_finished(event: UploadFinishedEvent) -> None:
     """To the partner whose connection asked for the upload URL."""
