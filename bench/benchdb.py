@@ -58,7 +58,7 @@ def analyze(database_url: str) -> None:
 
 
 def journal_drained(database_url: str, timeout: float = 600.0) -> tuple[int, float]:
-    """Waits until the orders' journal (orders/journal.py) is empty: the orders it held
+    """Waits until the orders' journal (orders/intake/journal.py) is empty: the orders it held
     when called, and the seconds the server took to apply them."""
     url = Settings(database_url=database_url).database_url
     engine = create_engine(url)

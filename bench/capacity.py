@@ -205,7 +205,7 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
     from partnerlink.db.raw import HeldConnection, transaction
     from partnerlink.orders import queries
     from partnerlink.orders.facts import facts_of
-    from partnerlink.orders.pipeline import _run_all
+    from partnerlink.orders.intake.pipeline import _run_all
     from partnerlink.orders.schemas import OrderIn
     from partnerlink.orders.service import OrderPost, _columns, accept_orders
     from partnerlink.tokens.service import authenticate_access_token_sql

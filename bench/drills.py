@@ -347,7 +347,7 @@ def pg_kill(database_url: str, workdir: Path, seconds: float, rng: random.Random
             kills.append(time.monotonic())
         for thread in threads:
             thread.join()
-        # Orders acknowledged into the journal (orders/journal.py) are stored once the
+        # Orders acknowledged into the journal (orders/intake/journal.py) are stored once the
         # server's worker has applied them.
         journal_drained(database_url, timeout=120)
         engine = create_engine(_sqlalchemy_url(database_url))

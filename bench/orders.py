@@ -13,7 +13,7 @@ anonymous orders, re-sends that update (OPEN → CLOSED), store snapshots, and
 receipts on (every CLOSED order with a phone queues an SMS that the in-process
 worker sends through the outbox). Prints orders/second and p50/p99 latency.
 
-Under load the server journals orders and answers (orders/journal.py); the worker, here
+Under load the server journals orders and answers (orders/intake/journal.py); the worker, here
 `partnerlink worker` in a process of its own as at scale (`--worker-in-server` for a
 single box's default), applies them in batches. The benchmark then also prints the
 journal's backlog when the load stops, how fast it was applied, and the sustained rate

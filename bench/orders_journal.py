@@ -1,5 +1,5 @@
 """CPU per order of the orders' two ways in, measured inside one process: stored at once,
-or journaled then applied (orders/journal.py).
+or journaled then applied (orders/intake/journal.py).
 
     PYTHONPATH=src:. .venv/bin/python bench/orders_journal.py [--orders 4000] [--batch 16]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from partnerlink.db.raw import Statement, checkout, transaction
-    from partnerlink.orders.journal import apply_journal, journal_orders
+    from partnerlink.orders.intake.journal import apply_journal, journal_orders
     from partnerlink.orders.schemas import OrderIn
     from partnerlink.orders.service import OrderPost, accept_orders
 

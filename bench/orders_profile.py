@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
 
-    import partnerlink.orders.pipeline as orders_pipeline
+    import partnerlink.orders.intake.pipeline as orders_pipeline
     import partnerlink.orders.service as orders_service
 
     with app_with_store(args.database_url, "plk-profile-") as (app, settings, token):

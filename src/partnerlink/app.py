@@ -40,9 +40,9 @@ from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders import web as orders_web
-from partnerlink.orders.barrier import settle_journal
-from partnerlink.orders.fast_lane import OrdersFastLane
-from partnerlink.orders.wiring import build_order_pipeline
+from partnerlink.orders.intake.barrier import settle_journal
+from partnerlink.orders.intake.fast_lane import OrdersFastLane
+from partnerlink.orders.intake.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
 from partnerlink.pairing import merchant_api as pairing_merchant_api
 from partnerlink.problems import (
@@ -126,7 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_engine = read_engine or engine
     app.state.read_sessionmaker = make_sessionmaker(read_engine) if read_engine else None
     # Orders reach the database through one pipeline, whichever way they come in
-    # (the route or the fast lane): orders/wiring.py.
+    # (the route or the fast lane): orders/intake/wiring.py.
     app.state.orders_pipeline = build_order_pipeline(engine, settings)
     app.state.settle_orders = partial(settle_journal, settings=settings)
 

@@ -64,7 +64,7 @@ def get_session(
     """
     with committed_session(request.app.state.sessionmaker) as session:
         # Orders acknowledged under load and not yet applied are applied first, so that
-        # what this request reads includes them (orders/barrier.py: settle_journal).
+        # what this request reads includes them (orders/intake/barrier.py: settle_journal).
         request.app.state.settle_orders(session)
         yield session
 

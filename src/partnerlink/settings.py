@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     run_worker: bool = True
     worker_poll_seconds: float = Field(0.5, gt=0)
     # Orders queued up this deep are journaled and answered, then applied in batches
-    # (orders/journal.py); 0 stores every order before answering.
+    # (orders/intake/journal.py); 0 stores every order before answering.
     orders_journal_at: int = Field(2, ge=0)
     # A crashed worker's upload is taken over once its lease (renewed every batch) runs out.
     upload_lease_seconds: int = Field(30, gt=0)

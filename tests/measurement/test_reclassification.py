@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
 from partnerlink.measurement.service import import_touch_lines
-from partnerlink.orders.journal import apply_journaled_orders
+from partnerlink.orders.intake.journal import apply_journaled_orders
 from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
 from tests.customers.conftest import ingest
@@ -151,7 +151,7 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
             assert answer.status_code == 200, answer.text
             assert {r["status"] for r in answer.json()["results"]} == {200}
             waiting.clear()
-            # A long batch is journaled (orders/journal.py): applied before the next data.
+            # A long batch is journaled (orders/intake/journal.py): applied before the next data.
             apply_journaled_orders(app.state.sessionmaker, app.state.settings, gather_seconds=0)
 
     for kind, payload in events:

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from partnerlink.orders.intake.pipeline import Pipeline
 from partnerlink.orders.models import Order
-from partnerlink.orders.pipeline import Pipeline
 from partnerlink.orders.service import OrderPost
 from partnerlink.receipts.models import Receipt
 

@@ -50,7 +50,7 @@ def test_batch_mixes_valid_and_invalid_in_request_order(
     assert results[1]["errors"] == [{"field": "orderCurrency", "message": "required"}]
     assert {"field": "orderPrice", "message": "must be a string"} in results[3]["errors"]
     assert "errors" not in results[0]
-    # Orders of one batch may be journaled and applied a moment later (orders/journal.py);
+    # Orders of one batch may be journaled and applied a moment later (orders/intake/journal.py);
     # a read applies them first, so what is counted below is what any reader sees.
     assert client.get("/v1/orders", params={"orderId": "B-1"}, headers=shop.auth).status_code == 200
     assert count_orders(session) == 2

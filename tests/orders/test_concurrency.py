@@ -54,7 +54,7 @@ def post_all(
 
         with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
             statuses = Counter(pool.map(send, bodies))
-    # Concurrent orders may be journaled and applied a moment later (orders/journal.py);
+    # Concurrent orders may be journaled and applied a moment later (orders/intake/journal.py);
     # a read applies them first, so the rows counted below are what any reader sees. On a
     # new connection: one left idle during the posts may be past the server's keep-alive.
     httpx.get(

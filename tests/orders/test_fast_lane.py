@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from partnerlink.orders.fast_lane import OrdersFastLane
+from partnerlink.orders.intake.fast_lane import OrdersFastLane
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import count_orders, order_body
 

@@ -1,4 +1,4 @@
-"""Accept-then-process (orders/journal.py): orders journaled under load are durable when
+"""Accept-then-process (orders/intake/journal.py): orders journaled under load are durable when
 answered, applied once and in arrival order, and seen by every read that follows."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from partnerlink.app import create_app
 from partnerlink.cli.common import unit_of_work
 from partnerlink.db.base import utcnow
 from partnerlink.orders.facts import facts_of, from_journal
-from partnerlink.orders.journal import (
+from partnerlink.orders.intake.journal import (
     APPLY_BATCH,
     BUSY_SECONDS,
     JOURNALED,

@@ -1,4 +1,4 @@
-"""Journaling on the event loop (orders/journal_append.py): the thread's answers, in order."""
+"""Journaling on the event loop (orders/intake/journal_append.py): the thread's answers, in order."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.orders.facts import facts_of, from_journal, journal_text
-from partnerlink.orders.journal import JOURNALED, OrderIntake, apply_journaled_orders
+from partnerlink.orders.intake.journal import JOURNALED, OrderIntake, apply_journaled_orders
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, Outcome

@@ -14,7 +14,7 @@ from sqlalchemy.pool import QueuePool
 
 from partnerlink.db.engine import make_engine
 from partnerlink.db.raw import Sql, Statement
-from partnerlink.orders.pipeline import BATCH, Pipeline
+from partnerlink.orders.intake.pipeline import BATCH, Pipeline
 from partnerlink.problems import Unavailable
 from tests.conftest import ON_POSTGRES
 

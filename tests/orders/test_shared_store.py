@@ -32,7 +32,7 @@ def read(client: TestClient, partner: ConnectedStoreFixture, order_id: str = "A-
 
 
 def send_single(client: TestClient, partner: ConnectedStoreFixture, body: Any) -> None:
-    # A bearer token and a JSON body: the fast lane (orders/fast_lane.py) takes it.
+    # A bearer token and a JSON body: the fast lane (orders/intake/fast_lane.py) takes it.
     assert post(client, partner.auth, body).status_code == 200
 
 

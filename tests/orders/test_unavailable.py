@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
 
-from partnerlink.orders.pipeline import Pipeline
+from partnerlink.orders.intake.pipeline import Pipeline
 from partnerlink.orders.service import accept_orders
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import count_orders, order_body

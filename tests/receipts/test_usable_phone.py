@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.db.raw import Sql
-from partnerlink.orders.pipeline import Pipeline
+from partnerlink.orders.intake.pipeline import Pipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder, accept_orders
 from partnerlink.receipts.tasks import send_due_receipts

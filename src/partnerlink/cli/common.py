@@ -29,7 +29,7 @@ from typer.main import get_group
 from partnerlink.audiences.legacy_digests import key_legacy_digests_at_start
 from partnerlink.db.engine import committed_session, make_engine, make_sessionmaker
 from partnerlink.db.migrate import Migration, current_revision, upgrade, upgrade_from
-from partnerlink.orders.barrier import settle_journal
+from partnerlink.orders.intake.barrier import settle_journal
 from partnerlink.problems import DomainError
 from partnerlink.settings import Settings, get_settings
 
@@ -249,7 +249,8 @@ def unit_of_work(settings: Settings | None = None) -> Iterator[Session]:
     engine = make_engine(settings.database_url)
     try:
         with committed_session(make_sessionmaker(engine)) as session:
-            settle_journal(session, settings)  # orders acknowledged under load (orders/journal.py)
+            # Orders acknowledged under load (orders/intake/journal.py) first.
+            settle_journal(session, settings)
             yield session
     finally:
         engine.dispose()

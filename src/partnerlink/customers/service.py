@@ -115,7 +115,7 @@ def resolve_customers(
 ) -> list[CustomerRecord | None]:
     """`resolve_customer` for (profile, normalized record) pairs, in order, as one after another.
 
-    The orders of a batch (orders/pipeline.py) resolve their customers here: the
+    The orders of a batch (orders/intake/pipeline.py) resolve their customers here: the
     look-ups are read ahead, all at once, before any record is applied (one
     round trip on PostgreSQL, not one per order), and each record then applies
     the matching rule against them, writing only when it creates or changes a

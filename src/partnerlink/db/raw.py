@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import stored_utc
 
 # How long a batch of orders waits for a row another transaction holds before it gives up and
-# runs again (orders/pipeline.py). Mostly the wait is two batches crossing on the same orders,
+# runs again (orders/intake/pipeline.py). Mostly the wait is two batches crossing on the same orders,
 # which only one giving up ends; a plain wait for another batch's commit lasts a few ms.
 # Figures: bench/README.md ("Settings and their figures").
 LOCK_WAIT_MS = 20

@@ -13,6 +13,7 @@ from partnerlink.deps import SessionDep
 from partnerlink.idempotency.deps import KeyedRequestDep
 from partnerlink.idempotency.service import IdempotencyKeyReused, KeyedRequest
 from partnerlink.orders.batch import apply_batch, apply_batch_once
+from partnerlink.orders.intake.wiring import order_pipeline
 from partnerlink.orders.schemas import (
     ACCEPTED,
     OrderAccepted,
@@ -26,7 +27,6 @@ from partnerlink.orders.service import (
     ReceiptsDisabled,
     read_order,
 )
-from partnerlink.orders.wiring import order_pipeline
 from partnerlink.problems import (
     InvalidToken,
     NotFound,

@@ -1,7 +1,7 @@
 """POST /v1/orders/batch (CONTRACT.md §9): each order validated and stored as a single POST.
 
 Every element is validated by OrderIn, the model of POST /v1/orders, and the valid
-ones go through the app's one order pipeline (orders/pipeline.py, accept_orders):
+ones go through the app's one order pipeline (orders/intake/pipeline.py, accept_orders):
 the same customer matching, the same e-receipt rule, group-committed like
 concurrent single posts. An invalid element gets its own 400 result and is not
 stored; the others are.
@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session
 from partnerlink.db.raw import Sql
 from partnerlink.idempotency.deps import replayed
 from partnerlink.idempotency.service import KeyedRequest, StoredAnswer, claim, record
+from partnerlink.orders.intake.wiring import OrderPipeline
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, accept_orders
-from partnerlink.orders.wiring import OrderPipeline
 from partnerlink.problems import DomainError, InvalidToken, Unavailable
 from partnerlink.settings import Settings
 from partnerlink.tokens.service import ConnectedStore, authenticate_access_token

@@ -4,7 +4,7 @@
 `orderDetails` and its store snapshot as JSON text, and the snapshot itself.
 `OrderFacts` holds exactly that, taken once from a validated `OrderIn`.
 
-The journal (orders/journal.py) keeps an acknowledged order as its facts, written
+The journal (orders/intake/journal.py) keeps an acknowledged order as its facts, written
 by the server that validated it, so that the worker applying it does not validate
 the body a second time: measured with bench/orders_journal.py, validating took
 about half of the worker's CPU an order (pydantic calls the model's Python

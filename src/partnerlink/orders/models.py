@@ -118,7 +118,7 @@ Index(
 
 
 class JournaledOrder(Base):
-    """An order acknowledged under load and not yet applied (orders/journal.py).
+    """An order acknowledged under load and not yet applied (orders/intake/journal.py).
 
     `body` is the order's JSON as the partner sent it; `connection_id` the connection
     whose token was accepted. Applied in `id` order, then deleted in the same

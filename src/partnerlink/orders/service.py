@@ -1,6 +1,6 @@
 """Orders: store (create or update) with customer, conversion class and e-receipt; read back.
 
-A batch of POSTs (orders/pipeline.py) is one unit of work, in phases: store
+A batch of POSTs (orders/intake/pipeline.py) is one unit of work, in phases: store
 snapshots → customers → order upserts (the conversion class computed inside
 the INSERT) → receipt rows. Every batch takes its locks in that order, so
 concurrent posts of one order queue up; two batches that still cross give up
@@ -99,7 +99,7 @@ def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -
     statements travel together (Sql.first_rows): a batch of 64 orders makes a
     handful of round trips to PostgreSQL rather than some 250. A refused token fails only its
     own order; any other error propagates, and the pipeline rolls the batch
-    back and runs each order alone (orders/pipeline.py).
+    back and runs each order alone (orders/intake/pipeline.py).
 
     Runs on a driver connection the order pipeline checked out, in the
     transaction it commits before answering, not on the request-scoped
@@ -128,7 +128,7 @@ def authenticate_callers(
 
 
 def journaled_caller(sql: Sql, connection_id: str) -> ConnectedStore:
-    """The caller of an order acknowledged earlier (orders/journal.py), read as
+    """The caller of an order acknowledged earlier (orders/intake/journal.py), read as
     `authenticate_callers` reads it; InvalidToken when its connection or store is gone."""
     caller = connected_store_sql(sql, connection_id, _CONNECTION_WITH_STORE)
     if caller is None:
@@ -144,7 +144,7 @@ def store_orders(
     settings: Settings,
 ) -> list[Outcome]:
     """Stores orders phase by phase, the work of `accept_orders` after authentication,
-    shared with the journal's (orders/journal.py). `caller_of(i)` is the store behind
+    shared with the journal's (orders/intake/journal.py). `caller_of(i)` is the store behind
     order i, read when that order's turn comes: a store snapshot applied by an earlier
     order makes the next look-up read the store again. It raises InvalidToken to refuse
     that order alone."""

@@ -254,7 +254,7 @@ _ACCESS_LOOKUP = access_lookup()
 
 def connection_lookup(store_columns: Sequence[str] = ()) -> Statement:
     """`access_lookup`'s columns, found by the connection rather than by a token: for an
-    order acknowledged under load (orders/journal.py) and applied later. Its token was
+    order acknowledged under load (orders/intake/journal.py) and applied later. Its token was
     accepted when the order was; a revocation since does not undo an acknowledged order."""
     return Statement(
         "SELECT c.id, c.store_id, c.partner_id, s.profile_id, s.green_invoices, s.name,"

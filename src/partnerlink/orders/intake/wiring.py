@@ -4,7 +4,7 @@ Both ways in (the FastAPI route for refusals and the legacy `?access_token=`, th
 fast lane for well-formed bearer posts) hand their orders to the same pipeline, so
 they share one queue, one group commit and one database connection at a time. On
 PostgreSQL, batches journaled without asking the database are appended on the event
-loop itself (orders/journal_append.py).
+loop itself (orders/intake/journal_append.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 
-from partnerlink.orders.journal import OrderIntake
-from partnerlink.orders.journal_append import JournalAppender
-from partnerlink.orders.pipeline import Pipeline, pipeline_for
+from partnerlink.orders.intake.journal import OrderIntake
+from partnerlink.orders.intake.journal_append import JournalAppender
+from partnerlink.orders.intake.pipeline import Pipeline, pipeline_for
 from partnerlink.orders.service import OrderPost
 from partnerlink.settings import Settings
 

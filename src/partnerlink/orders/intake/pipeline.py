@@ -223,7 +223,7 @@ def pipeline_for(
 ) -> Pipeline[Item]:
     """A pipeline with at most MAX_DRAINS batches at once, never more than the pool has
     connections. Make one per engine and handler, and keep it (create_app keeps the
-    orders' one: orders/wiring.py)."""
+    orders' one: orders/intake/wiring.py)."""
     return Pipeline(engine, min(_pool_size(engine), MAX_DRAINS), handler, quick)
 
 

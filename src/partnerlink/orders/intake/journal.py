@@ -11,7 +11,7 @@ order, in batches of up to APPLY_BATCH, by:
 
 - the worker (`apply_journaled_orders`, a worker task; the server's own by default),
   once a batch waits or the oldest has waited GATHER_SECONDS;
-- any request that reads (`orders/barrier.settle_journal`, called by deps.get_session before the
+- any request that reads (`orders/intake/barrier.settle_journal`, called by deps.get_session before the
   request's work, and by the command line): it first applies every order journaled
   before it began, so GET /v1/orders, the receipt page, results, audiences and the
   merchant API see every acknowledged order, as they do when orders are stored at once.
@@ -325,7 +325,7 @@ def _gathering_left(sql: Sql, gather_seconds: float) -> float | None:
     Applying costs the database and the worker per batch as well as per order: a worker
     that applied whatever had come since its last run (a few hundred orders under load)
     cost PostgreSQL 15-20% more CPU an order than batches of APPLY_BATCH (bench/orders.py).
-    Readers do not wait for this: they apply what they need themselves (orders/barrier.py).
+    Readers do not wait for this: they apply what they need themselves (orders/intake/barrier.py).
     """
     full, oldest = sql.row(_READY, {"full": APPLY_BATCH - 1})
     if full:

@@ -1,5 +1,5 @@
 """The orders' read barrier: what a reader runs first, so that it sees every order
-acknowledged into the journal (orders/journal.py) before it began."""
+acknowledged into the journal (orders/intake/journal.py) before it began."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def settle_journal(session: Session, settings: Settings) -> None:
         return
     # The applier (the orders' services and schemas) is imported only when orders wait:
     # every command-line start runs this barrier, and nearly always finds none.
-    from partnerlink.orders.journal import apply_in_session
+    from partnerlink.orders.intake.journal import apply_in_session
 
     session.commit()
     apply_in_session(session, settings=settings, wait=True, up_to=int(newest))

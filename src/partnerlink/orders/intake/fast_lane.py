@@ -13,7 +13,7 @@ before it runs is taken here:
 - a JSON body (content type application/json) that `OrderIn` accepts,
   validated by pydantic straight from the bytes.
 
-It goes to the same pipeline as the route's (orders/wiring.py), and its answer is
+It goes to the same pipeline as the route's (orders/intake/wiring.py), and its answer is
 the route's own bytes. Everything else goes on to the FastAPI route with its
 body replayed untouched: a missing or malformed token, a body the model
 refuses, another content type, a client gone mid-body. So every refusal is
@@ -33,9 +33,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from partnerlink.deps import bearer_credentials
 from partnerlink.middleware import ROUTE_TEMPLATE
+from partnerlink.orders.intake.wiring import order_pipeline
 from partnerlink.orders.schemas import ACCEPTED, OrderIn
 from partnerlink.orders.service import OrderPost
-from partnerlink.orders.wiring import order_pipeline
 from partnerlink.problems import DomainError, problem_from
 from partnerlink.security.secrets import ACCESS_TOKEN_PREFIX
 

@@ -1,6 +1,6 @@
 """Journaling a batch of orders on the event loop: one statement, no thread (PostgreSQL).
 
-Under load nearly every batch of orders is journaled (orders/journal.py). On a worker
+Under load nearly every batch of orders is journaled (orders/intake/journal.py). On a worker
 thread that cost a hop from the event loop and back (anyio's thread pool: a queue, a
 condition variable, the GIL handed over twice), about a seventh of the serving
 process's CPU (py-spy, bench/orders.py), and three round trips: the token look-up with
@@ -14,7 +14,7 @@ The token check is `tokens.service`'s own condition (ACCESS_JOINS, live_access_t
 so a batch is accepted and refused here exactly as on the thread
 (`journal.journal_orders`). The decision to journal stays `OrderIntake`'s: a batch it
 would journal without asking the database goes here; any other goes to the thread
-(orders/pipeline.py). So does a batch this statement fails on for another reason than
+(orders/intake/pipeline.py). So does a batch this statement fails on for another reason than
 a lost connection (a store deleted under it, say): the thread's handler takes it order
 by order.
 """
@@ -31,8 +31,8 @@ from sqlalchemy import URL
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Statement
 from partnerlink.orders.facts import facts_of, journal_text
-from partnerlink.orders.journal import JOURNALED, OrderIntake
-from partnerlink.orders.pipeline import refusals
+from partnerlink.orders.intake.journal import JOURNALED, OrderIntake
+from partnerlink.orders.intake.pipeline import refusals
 from partnerlink.orders.service import OrderPost, Outcome
 from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import digest

@@ -1,0 +1,1 @@
+"""Order intake: the one pipeline, the fast lane, the journal and the read barrier."""
