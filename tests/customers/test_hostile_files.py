@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from partnerlink.customers.json_stream import READ_BUFFER_BYTES
+from partnerlink.customers.json_stream import READ_BUFFER_BYTES, RECORD_FIELDS
 from partnerlink.customers.models import Upload
 from tests.customers.conftest import Uploader, counts
 
@@ -163,28 +163,51 @@ def test_blanks_between_values_are_not_a_long_value(uploader: Uploader) -> None:
 
 
 # Runs ingestion's reading (the same in the worker and in the reader process it starts for
-# large files) over each file, and prints its peak memory (KiB). Its address space is
-# capped, so that a reader that explodes fails fast instead of taking the machine's memory.
+# large files) over each file, and prints its peak memory (KiB) before the files (once a
+# small file was read) and after them. Its address space is capped, so that a reader that
+# explodes fails fast instead of taking the machine's memory.
 _MEASURE = """
-import resource, sys
+import io, resource, sys
 from pathlib import Path
 from partnerlink.customers.reader import UploadFileInvalid, read_checked_batches
 
-cap = 1024 * 1024 * 1024
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-for path in sorted(Path(sys.argv[1]).glob("*.json")):
-    with path.open("rb") as stream:
-        batches = read_checked_batches(
-            stream, default_region="US", skip=0, batch_size=5000, keep_alive=lambda: None
-        )
-        try:
-            sum(len(batch.rejections) for batch in batches)
-        except UploadFileInvalid:
-            pass
+def read(stream):
+    batches = read_checked_batches(
+        stream, default_region="US", skip=0, batch_size=5000, keep_alive=lambda: None
+    )
+    try:
+        sum(len(batch.rejections) for batch in batches)
+    except UploadFileInvalid:
+        pass
+
 # VmHWM is this process image's own peak: ru_maxrss would also count the pytest worker
 # this process was forked from, which Linux carries across fork and exec.
-print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+def peak():
+    return next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+
+cap = 1024 * 1024 * 1024
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+read(io.BytesIO(b'[{"email": "a@example.com", "x": [1], "city": "\\ud83d\\ude00"}]'))
+before = peak()
+for path in sorted(Path(sys.argv[1]).glob("*.json")):
+    with path.open("rb") as stream:
+        read(stream)
+print(before, peak())
 """
+
+
+def _peak_kib(folder: Path) -> tuple[int, int]:
+    """_MEASURE's peak memory (KiB) before and after reading the folder's files."""
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    before, after = map(int, result.stdout.split())
+    return before, after
 
 
 def test_reading_hostile_files_stays_within_300_mib(tmp_path: Path) -> None:
@@ -205,13 +228,19 @@ def test_reading_hostile_files_stays_within_300_mib(tmp_path: Path) -> None:
     for name, body in files.items():
         (tmp_path / name).write_bytes(body)
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert int(result.stdout) < 300 * 1024
+    assert _peak_kib(tmp_path)[1] < 300 * 1024
     assert time.monotonic() - started < 45  # a bound against pathology, as above
+
+
+def test_wide_characters_do_not_widen_what_a_record_holds(tmp_path: Path) -> None:
+    # One emoji makes CPython store every character of a str in 4 bytes: each field below
+    # is 1 MiB in the file and 4 MiB as text. Seven such fields a record, a record
+    # building while the one before is still held: 56 MiB held by reading a 14 MiB file
+    # (scaled to a 176 MB file, over 600 MiB). A field over its limit is kept cut, so
+    # reading holds one field's text at a time (CONTRACT.md §12: bounds in bytes).
+    field = b'"\xf0\x9f\x98\x80' + b"A" * (1024 * 1024) + b'"'
+    record = b"{" + b", ".join(b'"%s": %s' % (name.encode(), field) for name in RECORD_FIELDS)
+    body = b"[" + record + b"}, " + record + b"}]"
+    (tmp_path / "wide.json").write_bytes(body)
+    before, after = _peak_kib(tmp_path)
+    assert (after - before) * 1024 < len(body)

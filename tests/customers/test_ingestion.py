@@ -180,6 +180,56 @@ def test_only_the_first_20_errors_are_listed(uploader: Uploader) -> None:
     assert [e["index"] for e in status["errors"]] == list(range(20))
 
 
+def _phone_warning(index: int) -> dict[str, Any]:
+    return {
+        "index": index,
+        "reason": "phoneNumber is not a valid phone number; the record was kept without it",
+        "field": "phoneNumber",
+        "severity": "warning",
+    }
+
+
+def test_a_phone_that_does_not_parse_keeps_its_record_with_a_warning(uploader: Uploader) -> None:
+    records: list[Any] = [
+        {"email": "a@example.com", "phoneNumber": "call me", "firstName": "Ann"},
+        {"firstName": "Nobody"},
+        {"email": "b@example.com", "phoneNumber": "12"},
+        {"email": "c@example.com", "phoneNumber": "   "},  # blank: not given, no warning
+        {"email": "d@example.com", "phoneNumber": "+14155552671"},
+    ]
+    status = uploader.ingest(records)
+    assert counts(status) == (5, 4, 0, 0, 1)
+    assert status["errors"] == [
+        _phone_warning(0),
+        {"index": 1, "reason": "neither email nor phoneNumber given"},
+        _phone_warning(2),
+    ]
+    # A matched record is warned of too; its stored phone stays (an empty field keeps it).
+    again = uploader.ingest([{"email": "d@example.com", "phoneNumber": "nope"}])
+    assert counts(again) == (1, 0, 0, 1, 0)
+    assert again["errors"] == [_phone_warning(0)]
+    assert [row[:3] for row in uploader.customers()] == [
+        ("a@example.com", None, "Ann"),
+        ("b@example.com", None, None),
+        ("c@example.com", None, None),
+        ("d@example.com", "+14155552671", None),
+    ]
+
+
+def test_warnings_and_rejections_share_the_first_20_in_the_files_order(
+    uploader: Uploader,
+) -> None:
+    kept = {"email": "kept@example.com", "phoneNumber": "call me"}
+    status = uploader.ingest([kept, {"city": "x"}] * 15)
+    assert counts(status) == (30, 1, 0, 14, 15)
+    assert status["errors"] == [
+        _phone_warning(n)
+        if n % 2 == 0
+        else {"index": n, "reason": "neither email nor phoneNumber given"}
+        for n in range(20)
+    ]
+
+
 def test_phone_is_read_in_the_store_country(uploader: Uploader) -> None:
     german = create_connected_store(
         uploader.session,

@@ -21,6 +21,7 @@ from partnerlink.customers.json_stream import (
     _parsed_elements,
     elements,
 )
+from partnerlink.customers.normalize import FIELD_LIMITS
 
 PLAIN = [
     {"email": "ann@example.com", "phoneNumber": "(415) 555-2671", "firstName": "Ann"},
@@ -45,8 +46,25 @@ def _by_events(stream: io.BytesIO) -> Any:
     return _parsed_elements(stream, None)
 
 
+def _cut(outcome: Any) -> Any:
+    """The fast path's outcome as the event parser gives it: a field's text over its limit
+    cut to one character over it (json_stream; the record is refused with the same
+    reason). The fast path keeps it whole: its elements are at most a read long."""
+    if not isinstance(outcome, list):
+        return outcome
+    return [
+        {
+            key: value[: FIELD_LIMITS[key] + 1] if isinstance(value, str) else value
+            for key, value in record.items()
+        }
+        if isinstance(record, dict)
+        else record
+        for record in outcome
+    ]
+
+
 def _assert_same(body: bytes) -> None:
-    assert _outcome(elements, body) == _outcome(_by_events, body), body[:200]
+    assert _cut(_outcome(elements, body)) == _outcome(_by_events, body), body[:200]
 
 
 def _plain_path_takes(body: bytes) -> bool:

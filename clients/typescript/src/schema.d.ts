@@ -186,7 +186,9 @@ export interface paths {
          * @description Answers the upload's status and counts; only the partner that asked for the URL sees it.
          *
          *     `records` counts records read so far; when `done`, it equals created +
-         *     updated + unchanged + rejected. `errors` lists the first 20 rejected records.
+         *     updated + unchanged + rejected. `errors` lists the first 20 rejected records and
+         *     warnings (`"severity": "warning"`: a record kept without a value it gave, such as a
+         *     phoneNumber that does not parse), in the array's order.
          */
         get: operations["get_upload_status_v1_customers_uploads__uploadId__get"];
         put?: never;
@@ -1054,12 +1056,22 @@ export interface components {
         /** RecordError */
         RecordError: {
             /**
+             * Field
+             * @description With a warning: the field whose value the record was kept without.
+             */
+            field?: string | null;
+            /**
              * Index
              * @description Position of the record in the array, from 0.
              */
             index: number;
             /** Reason */
             reason: string;
+            /**
+             * Severity
+             * @description `warning`: the record was kept (counted as created, updated or unchanged) without the field's value, e.g. a phoneNumber that does not parse. Absent: the record was rejected.
+             */
+            severity?: "warning" | null;
         };
         /**
          * RefreshedToken
@@ -1351,7 +1363,7 @@ export interface components {
             created: number;
             /**
              * Errors
-             * @description The first 20 rejected records.
+             * @description The first 20 rejected records and warnings, in the array's order.
              */
             errors: components["schemas"]["RecordError"][];
             /**

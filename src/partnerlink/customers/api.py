@@ -160,7 +160,9 @@ def get_upload_status(
     """Answers the upload's status and counts; only the partner that asked for the URL sees it.
 
     `records` counts records read so far; when `done`, it equals created +
-    updated + unchanged + rejected. `errors` lists the first 20 rejected records.
+    updated + unchanged + rejected. `errors` lists the first 20 rejected records and
+    warnings (`"severity": "warning"`: a record kept without a value it gave, such as a
+    phoneNumber that does not parse), in the array's order.
     """
     upload = upload_status(
         session, store_id=current.store_id, partner_id=current.partner_id, upload_id=uploadId

@@ -97,7 +97,7 @@ def commit_batch(
     retried with every look-up; a collision after that, with new customers created one
     by one (`careful`). `meanwhile`: batch_queries.insert_customers.
     """
-    new_errors = _errors_with(upload.errors, batch.rejections)
+    new_errors = _errors_with(upload.errors, batch)
     careful = False
     narrowed = narrow_emails
     for attempt in range(1, BATCH_RETRIES + 1):
@@ -182,14 +182,23 @@ def _apply_batch(
     return lease_until
 
 
-def _errors_with(
-    errors: list[dict[str, Any]], rejections: list[tuple[int, str]]
-) -> list[dict[str, Any]]:
-    """The first MAX_REPORTED_ERRORS rejections (the same list object when nothing is added)."""
+def _errors_with(errors: list[dict[str, Any]], batch: ParsedBatch) -> list[dict[str, Any]]:
+    """The first MAX_REPORTED_ERRORS rejections and warnings, by index (the same list
+    object when nothing is added). A warning names its field and says so (`severity`):
+    its record was kept."""
     room = MAX_REPORTED_ERRORS - len(errors)
-    if room <= 0 or not rejections:
+    if room <= 0 or not (batch.rejections or batch.warnings):
         return errors
-    return errors + [{"index": index, "reason": reason} for index, reason in rejections[:room]]
+    added: list[dict[str, Any]] = [
+        {"index": index, "reason": reason} for index, reason in batch.rejections[:room]
+    ]
+    if batch.warnings:
+        added += [
+            {"index": index, "reason": reason, "field": name, "severity": "warning"}
+            for index, name, reason in batch.warnings[:room]
+        ]
+        added.sort(key=lambda entry: entry["index"])
+    return errors + added[:room]
 
 
 def _is_write_conflict(error: DBAPIError) -> bool:
@@ -229,7 +238,7 @@ def apply_until_checked(
             for batch in batches:
                 if isinstance(batch, FileChecked):
                     return  # commits the held batches
-                new_errors = _errors_with(upload.errors, batch.rejections)
+                new_errors = _errors_with(upload.errors, batch)
                 try:
                     upload.lease_until = _apply_batch(
                         session,

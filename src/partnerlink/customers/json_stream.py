@@ -10,6 +10,12 @@ only as far as ingestion needs it (CONTRACT.md §12):
 - only a customer record's own fields are kept; other keys' values are read past, unbuilt;
 - a record of more than MAX_RECORD_ITEMS keys and values is rejected (its reason
   comes instead of it);
+- a field's text longer than its limit (normalize.FIELD_LIMITS) is kept cut to one
+  character over it: the record is refused for it all the same, with the same reason,
+  and holds a few KiB whatever the characters. One emoji makes CPython store every
+  character of a str in 4 bytes: seven fields of 8 MiB held 224 MiB a record, and a
+  reader two records (CONTRACT.md §12: the record bounds hold in bytes). Only the
+  value being read is held whole, one at a time;
 - the parser holds a string or number whole while reading it, so more than
   MAX_VALUE_BYTES read without any value completed (blanks between values aside)
   ends the file.
@@ -36,14 +42,13 @@ from typing import Any, BinaryIO
 import ijson
 
 from partnerlink.customers.json_plain import NotPlain, plain_elements
+from partnerlink.customers.normalize import FIELD_LIMITS
 
 MAX_NESTING_DEPTH = 32  # the file's own array is level 1, a record level 2
 MAX_RECORD_ITEMS = 10_000
 MAX_VALUE_BYTES = 8 * 1024 * 1024
 READ_BUFFER_BYTES = 256 * 1024
-RECORD_FIELDS = frozenset(
-    {"email", "phoneNumber", "firstName", "lastName", "city", "countryCode", "postalCode"}
-)
+RECORD_FIELDS = frozenset(FIELD_LIMITS)
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _STARTS = frozenset({"start_map", "start_array"})
@@ -167,6 +172,8 @@ def _parsed_elements(
                 elif event in _STARTS:
                     depth = 3
                     record[field] = NESTED
+                elif type(value) is str and len(value) > (limit := FIELD_LIMITS[field]):
+                    record[field] = value[: limit + 1]  # refused all the same (see above)
                 else:
                     record[field] = value
             elif depth > 2:  # inside a value of a record, which is read past

@@ -45,12 +45,14 @@ __all__ = [
 
 @dataclass
 class ParsedBatch:
-    """Consecutive array elements [first_index, next_index): valid records and rejections."""
+    """Consecutive array elements [first_index, next_index): valid records and rejections,
+    and warnings about records kept without a value they gave."""
 
     first_index: int
     next_index: int
     records: list[NormalizedRecord] = field(default_factory=list)
     rejections: list[tuple[int, str]] = field(default_factory=list)
+    warnings: list[tuple[int, str, str]] = field(default_factory=list)  # index, field, reason
     # With `narrow_emails`: the batch's emails that an earlier batch of the same reading
     # may have written (upload_emails.py), the only ones a first upload looks up.
     # None: every email is looked up.
@@ -146,8 +148,18 @@ def _normalized_record(item: dict[str, Any], default_region: str | None) -> Norm
     )
 
 
+# A phone that does not parse counts as absent (CONTRACT.md §6): a record with an email is
+# kept without it, and the partner is told, since the phone was given.
+PHONE_DROPPED = "phoneNumber is not a valid phone number; the record was kept without it"
+
+
 def _given(raw: object) -> bool:
     return raw is not None and not (isinstance(raw, str) and not raw.strip())
+
+
+def _phone_given(item: dict[str, Any] | str) -> bool:
+    """Whether the element gave a phoneNumber (a string: any other value is refused)."""
+    return not isinstance(item, str) and _given(item.get("phoneNumber"))
 
 
 def _rejection_reason(raw_email: object, raw_phone: object) -> str:
@@ -230,6 +242,9 @@ def read_batches(
                 batch.rejections.append((index, outcome))
             else:
                 batch.records.append(outcome)
+                # A record without a phone seldom gave one: the common case tests one slot.
+                if outcome[PHONE] is None and _phone_given(item):
+                    batch.warnings.append((index, "phoneNumber", PHONE_DROPPED))
             index += 1
         batch.next_index = index
         if batch.next_index == batch.first_index:

@@ -50,6 +50,15 @@ class UploadReceivedOut(BaseModel):
 class RecordError(BaseModel):
     index: int = Field(description="Position of the record in the array, from 0.")
     reason: str
+    field: str | None = Field(
+        None, description="With a warning: the field whose value the record was kept without."
+    )
+    severity: Literal["warning"] | None = Field(
+        None,
+        description="`warning`: the record was kept (counted as created, updated or "
+        "unchanged) without the field's value, e.g. a phoneNumber that does not parse. "
+        "Absent: the record was rejected.",
+    )
 
 
 class UploadStatusOut(BaseModel):
@@ -60,7 +69,9 @@ class UploadStatusOut(BaseModel):
     updated: int
     unchanged: int
     rejected: int
-    errors: list[RecordError] = Field(description="The first 20 rejected records.")
+    errors: list[RecordError] = Field(
+        description="The first 20 rejected records and warnings, in the array's order."
+    )
     reason: str | None = Field(None, description="Why the file failed (only when `failed`).")
 
 
