@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     meta_api_version: str = "v24.0"
     google_datamanager_url: str = "https://datamanager.googleapis.com"
     google_token_url: str = "https://oauth2.googleapis.com/token"
+    # CONTRACT §14: the operator's Meta app and Google OAuth client (unset: no button).
+    meta_app_id: str | None = None
+    meta_app_secret: str | None = None
+    meta_dialog_url: str = "https://www.facebook.com"
+    google_client_id: str | None = None
+    google_client_secret: str | None = None
+    google_auth_url: str = "https://accounts.google.com/o/oauth2/v2/auth"
     ad_sync_seconds: float = Field(900, gt=0)
     # Each platform request's read/write limit: a hanging platform holds one sync thread
     # for at most this long (tests shorten it).
@@ -122,7 +129,12 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "public_url", "connect_url", "receipt_url", "meta_graph_url", "google_datamanager_url"
+        "public_url",
+        "connect_url",
+        "receipt_url",
+        "meta_graph_url",
+        "google_datamanager_url",
+        "meta_dialog_url",
     )
     @classmethod
     def _strip_slash(cls, url: str | None) -> str | None:
