@@ -25,6 +25,8 @@ OWNERS: dict[str, str] = {
     "audience_sizes": "audiences",
     "audience_suppressions": "audiences",
     "integration_tokens": "connect",
+    "ad_connections": "destinations",
+    "ad_connection_states": "destinations",
     "destinations": "destinations",
     "destination_members": "destinations",
     "destination_conversions": "destinations",

@@ -7,6 +7,7 @@ from partnerlink.audiences.models import OptOut, StoredSizes, Suppression
 from partnerlink.connect.models import IntegrationToken
 from partnerlink.customers.models import Customer, Upload
 from partnerlink.db.base import Base
+from partnerlink.destinations.ad_connections.models import AdConnection, AdConnectionState
 from partnerlink.destinations.models import Destination, DestinationConversion, DestinationMember
 from partnerlink.idempotency.models import IdempotencyKey
 from partnerlink.measurement.models import Campaign
@@ -20,6 +21,8 @@ from partnerlink.tokens.models import Connection, Token
 from partnerlink.webhooks.models import WebhookEvent
 
 __all__ = [
+    "AdConnection",
+    "AdConnectionState",
     "Base",
     "Campaign",
     "Connection",

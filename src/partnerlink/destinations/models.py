@@ -68,6 +68,9 @@ class Destination(Base):
     # 0030): a sync of a segment that only the customer rows decide reads the customers
     # changed after it.
     members_seq: Mapped[int | None] = mapped_column(BigInteger)
+    # The ad connection (CONTRACT §14) whose token the credentials were made from: a
+    # reconnect replaces them, a deleted connection stops the destination (migration 0035).
+    ad_connection_id: Mapped[str | None] = mapped_column(String(36), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
