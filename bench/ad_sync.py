@@ -21,7 +21,7 @@ VmHWM, reset before it) and its CPU time is the process's own (all its threads):
    context, ~50 ms, in its time).
    The segment is `all`: the sync reads only the customers whose change number (kept
    by the database, migration 0030) is past the destination's, and their held rows
-   (destinations/audience_sync.py): its cost is that of the 1% only;
+   (destinations/sync/audience_sync.py): its cost is that of the 1% only;
 3. a Meta conversions destination's first sync of `--orders` closed orders: events/s.
 
 Beside 1 and 3, the ceiling: a plain httpx client in this process that only posts

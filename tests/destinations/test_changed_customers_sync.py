@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.audiences.choices import opt_in_phone
 from partnerlink.customers import change_numbers
-from partnerlink.destinations import members as members_sql
+from partnerlink.destinations.sync import members as members_sql
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer, add_order
 from tests.conftest import ON_POSTGRES

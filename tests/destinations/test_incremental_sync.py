@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from partnerlink.audiences import service as audience_service
 from partnerlink.audiences.hashing import CustomerRow
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import senders
 from partnerlink.destinations.models import DestinationMember
+from partnerlink.destinations.sync import senders
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from tests.audiences.helpers import add_customer, add_order

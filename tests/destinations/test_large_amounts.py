@@ -9,8 +9,8 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.destinations import engine
 from partnerlink.destinations.models import Destination
+from partnerlink.destinations.sync import engine
 from partnerlink.destinations.web import state_in_words
 from partnerlink.settings import Settings
 from tests.audiences.big_spenders import CEILING, big_spenders

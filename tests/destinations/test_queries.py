@@ -6,8 +6,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partnerlink.destinations import members
 from partnerlink.destinations.models import DestinationMember
+from partnerlink.destinations.sync import members
 from tests.destinations.sync_helpers import Destinations, meta_audience
 from tests.factories import ConnectedStoreFixture
 

@@ -2,7 +2,7 @@
 can change a customer's audience row or membership (`customers.change_seq`, from a
 sequence on PostgreSQL, by triggers on customers and opt-outs), and leaves a deleted
 customer's id in `customer_deletions` with the number of its deletion. The audience syncs
-(destinations/changes.py) read only the customers numbered since their last comparison.
+(destinations/sync/changes.py) read only the customers numbered since their last comparison.
 """
 
 from __future__ import annotations

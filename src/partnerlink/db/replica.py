@@ -7,7 +7,7 @@ primary's WAL position is read first, and the standby is used only once its repl
 reached it (waiting a few seconds at most). Every snapshot taken on the standby from
 then on includes every transaction committed on the primary before that moment.
 Not caught up in time, not in recovery, or not answering: the primary, as without the
-setting. See destinations/engine.py and audiences/stored_sizes.py for each task's rule.
+setting. See destinations/sync/engine.py and audiences/stored_sizes.py for each task's rule.
 """
 
 from __future__ import annotations

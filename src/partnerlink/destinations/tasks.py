@@ -20,9 +20,9 @@ from partnerlink import jobs
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
 from partnerlink.destinations import queries
-from partnerlink.destinations.engine import Outcome, sync_destination
 from partnerlink.destinations.platform import platform_client
-from partnerlink.destinations.progress import LEASE_SECONDS
+from partnerlink.destinations.sync.engine import Outcome, sync_destination
+from partnerlink.destinations.sync.progress import LEASE_SECONDS
 from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.destinations")

@@ -1,4 +1,4 @@
-"""An audience sync's requests and their records (destinations/audience_sync.py): rows
+"""An audience sync's requests and their records (destinations/sync/audience_sync.py): rows
 waiting to be sent, a platform request's worth at a time, and what the platform took,
 recorded in the order it was taken."""
 
@@ -9,10 +9,11 @@ from concurrent.futures import Executor, Future
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.destinations import members, queries
+from partnerlink.destinations import queries
 from partnerlink.destinations.models import Destination
-from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender, Sent
+from partnerlink.destinations.sync import members
+from partnerlink.destinations.sync.progress import Lease, Report
+from partnerlink.destinations.sync.senders import AudienceSender, Sent
 
 # A row to remove: customer id, row, and whether the customer is added again by this
 # sync with a new row (a changed member): its held row is then replaced by the addition's

@@ -40,15 +40,16 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import members, queries
-from partnerlink.destinations.audience_sync import sync_audience
-from partnerlink.destinations.conversion_sync import sync_conversions
+from partnerlink.destinations import queries
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
 from partnerlink.destinations.platform import PlatformError, holds_credential
-from partnerlink.destinations.progress import Lease, LeaseLost, Report
 from partnerlink.destinations.schemas import printable_ascii
-from partnerlink.destinations.senders import GoogleAudience, MetaAudience, sender_for
 from partnerlink.destinations.service import open_credentials
+from partnerlink.destinations.sync import members
+from partnerlink.destinations.sync.audience_sync import sync_audience
+from partnerlink.destinations.sync.conversion_sync import sync_conversions
+from partnerlink.destinations.sync.progress import Lease, LeaseLost, Report
+from partnerlink.destinations.sync.senders import GoogleAudience, MetaAudience, sender_for
 from partnerlink.jobs import backoff_seconds, record_if_leased
 from partnerlink.security.identifier_digests import identifier_key
 from partnerlink.settings import Settings

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.audiences.service import ExportPlan
 from partnerlink.customers import change_numbers
-from partnerlink.destinations.members import destinations
 from partnerlink.destinations.models import Destination
+from partnerlink.destinations.sync.members import destinations
 
 log = logging.getLogger("partnerlink.destinations")
 

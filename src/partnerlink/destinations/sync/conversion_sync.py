@@ -18,8 +18,8 @@ from partnerlink.db.base import utcnow
 from partnerlink.destinations import queries
 from partnerlink.destinations.identifiers import Identity
 from partnerlink.destinations.models import Destination
-from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import EventSender, Sale
+from partnerlink.destinations.sync.progress import Lease, Report
+from partnerlink.destinations.sync.senders import EventSender, Sale
 from partnerlink.kit.currencies import minor_units
 from partnerlink.kit.digests import hmac_sha256
 from partnerlink.security.secrets import sign

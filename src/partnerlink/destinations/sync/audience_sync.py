@@ -21,7 +21,7 @@ The segment `all` needs less: its members are decided by the customer rows, thei
 opt-outs and erasures alone, each of which the database numbers as it is written
 (migration 0030: `customers.change_seq`, `customer_deletions`). A destination keeps the
 number up to which it compared (`members_seq`); its next sync reads only the customers
-numbered since, and their held rows (destinations/changes.py).
+numbered since, and their held rows (destinations/sync/changes.py).
 
 Removals pending are always sent before additions, so a changed member's old row goes
 before its new one. Every call's rows are recorded once the platform took them, in a
@@ -44,11 +44,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
 from partnerlink.db import replica
-from partnerlink.destinations import changes, members
-from partnerlink.destinations.batches import Addition, Batches, Removal
 from partnerlink.destinations.models import Destination
-from partnerlink.destinations.progress import Lease, Report
-from partnerlink.destinations.senders import AudienceSender
+from partnerlink.destinations.sync import changes, members
+from partnerlink.destinations.sync.batches import Addition, Batches, Removal
+from partnerlink.destinations.sync.progress import Lease, Report
+from partnerlink.destinations.sync.senders import AudienceSender
 from partnerlink.kit.digests import sha256_hex
 from partnerlink.measurement.holdout import is_control
 from partnerlink.measurement.results import campaign_of
