@@ -10,7 +10,6 @@ request still commits, so that a reused code's revocation holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
@@ -83,7 +82,7 @@ OAuthRequest = Annotated[HttpRequest | None, Depends(oauth_http_request)]
     responses=oauth_responses(OAuthToken, "The tokens (RFC 6749 §5.1)."),
 )
 def token(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Response:
-    return _answer(http, lambda: authorization_server(session, settings), None)
+    return _answer(http, authorization_server(session, settings), None)
 
 
 @router.post(
@@ -97,7 +96,7 @@ def token(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Res
     responses=oauth_responses(OAuthIntrospection, "What the token is (RFC 7662 §2.2)."),
 )
 def introspect(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Response:
-    return _answer(http, lambda: endpoints_server(session, settings), "introspection")
+    return _answer(http, endpoints_server(session, settings), "introspection")
 
 
 @router.post(
@@ -113,20 +112,17 @@ def introspect(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -
     responses=oauth_responses(OAuthRevoked, "Revoked, or nothing to revoke (RFC 7009 §2.2)."),
 )
 def revoke(session: SessionDep, settings: SettingsDep, http: OAuthRequest) -> Response:
-    return _answer(http, lambda: endpoints_server(session, settings), "revocation")
+    return _answer(http, endpoints_server(session, settings), "revocation")
 
 
-def _answer(
-    http: HttpRequest | None, server: Callable[[], PartnerLinkServer], endpoint: str | None
-) -> Response:
+def _answer(http: HttpRequest | None, server: PartnerLinkServer, endpoint: str | None) -> Response:
     """The token endpoint's answer (`endpoint` None), or that of the named endpoint."""
     if http is None:
         return as_response(_MALFORMED)
-    built = server()
     try:
         if endpoint is None:
-            return as_response(built.create_token_response(http))
-        return as_response(built.create_endpoint_response(endpoint, http))
+            return as_response(server.create_token_response(http))
+        return as_response(server.create_endpoint_response(endpoint, http))
     except ValueError:  # Authlib refuses to echo unprintable input in an error description
         return as_response(_MALFORMED)
 
