@@ -245,7 +245,6 @@ def database(url: str, args: argparse.Namespace) -> list[DatabaseRun]:
                         facts_of(post.order),
                         caller=callers[n],
                         customer=None,
-                        settings=settings,
                     )
                     for post in batch
                 ]

@@ -92,9 +92,7 @@ def main() -> None:
         def order_rows_only(batch: list[OrderPost]) -> None:
             with transaction(sql):
                 columns = [
-                    _columns(
-                        sql, facts_of(post.order), caller=caller, customer=None, settings=settings
-                    )
+                    _columns(sql, facts_of(post.order), caller=caller, customer=None)
                     for post in batch
                 ]
                 sql.first_rows(queries.UPSERT_ORDER, columns)

@@ -50,7 +50,8 @@ class Settings(BaseSettings):
     twilio_from: str | None = None
     twilio_api_url: str = "https://api.twilio.com"
 
-    attribution_window_days: int = Field(7, ge=0)
+    # New campaigns' click window (CONTRACT.md §16: 1-90 days); each campaign keeps its own.
+    attribution_window_days: int = Field(7, ge=1, le=90)
     rate_limit_storage: str = "memory://"
     pairing_failures_per_ip: str = "10/10minutes"
     pairing_failures_global: str = "1000/hour"

@@ -54,8 +54,11 @@ def test_campaigns_are_created_listed_and_unique(
         "startsAt",
         "endsAt",
         "holdoutPercent",
+        "clickWindowDays",
+        "viewWindowDays",
         "createdAt",
     }
+    assert (campaign["clickWindowDays"], campaign["viewWindowDays"]) == (7, 1)
     again = client.post(f"{base(shop)}/campaigns", json=body, headers=owner)
     assert again.status_code == 409 and again.json()["code"] == "campaign_exists"
     too_much = client.post(
@@ -224,6 +227,8 @@ def test_results_per_class_campaign_week_and_currency(
             "name": "spring",
             "orders": 2,
             "newCustomers": 1,
+            "clickOrders": 2,
+            "viewOrders": 0,
             "revenue": [
                 {"currency": "EUR", "amount": "500"},
                 {"currency": "USD", "amount": "1200"},

@@ -1,6 +1,6 @@
 """The conversion class is a function of the stored data, whatever order it arrives in
 (CONTRACT.md §6): touches after orders, older orders after newer ones, customers after
-the touches that name them."""
+the touches that name them, a campaign's windows changed after its touches (§16)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
-from partnerlink.measurement.service import import_touch_lines
+from partnerlink.measurement.models import Campaign
+from partnerlink.measurement.service import change_windows, create_campaign, import_touch_lines
 from partnerlink.orders.intake.journal import apply_journaled_orders
 from partnerlink.orders.models import Order, Touch
 from partnerlink.settings import Settings
@@ -25,8 +26,9 @@ from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import order_body, orders, post, stored_order
 
-WINDOW = timedelta(days=7)
 START = datetime(2024, 5, 1, tzinfo=UTC)
+# Each campaign's windows (click, view) in days, as created; some change during a test.
+WINDOWS = {"c0": (7, 1), "c1": (2, 0), "c2": (30, 3)}
 
 
 def sha(value: str | None) -> str | None:
@@ -35,7 +37,7 @@ def sha(value: str | None) -> str | None:
 
 def import_touches(session: Session, profile_id: str, touches: list[dict[str, Any]]) -> int:
     lines = [json.dumps({"profileId": profile_id, **t}).encode() for t in touches]
-    result = import_touch_lines(session, lines, window_days=7)
+    result = import_touch_lines(session, lines, default_click_days=7)
     session.commit()
     assert result.rejected == 0, result.rejections
     return result.reclassified
@@ -46,16 +48,24 @@ def send(client: TestClient, shop: ConnectedStoreFixture, order_id: str, **field
     assert response.status_code == 200, response.text
 
 
-def expected_classes(session: Session) -> dict[str, tuple[str, str | None]]:
-    """The written rule, applied to what is stored, independently of the service's code."""
+Classes = dict[str, tuple[str, str | None, str | None]]  # order id: class, campaign, kind
+
+
+def expected_classes(session: Session) -> Classes:
+    """The written rule, applied to what is stored, independently of the service's code:
+    a touch counts for the orders at most its campaign's window of its kind after it."""
     customers = {c.id: c for c in session.scalars(select(Customer))}
     touches = list(session.scalars(select(Touch)))
     all_orders = list(session.scalars(select(Order)))
+    windows = {
+        c.campaign_id: {"click": c.click_window_days, "view": c.view_window_days}
+        for c in session.scalars(select(Campaign))
+    }
     session.rollback()
-    expected: dict[str, tuple[str, str | None]] = {}
+    expected: Classes = {}
     for order in all_orders:
         if order.customer_id is None:
-            expected[order.order_id] = ("anonymous", None)
+            expected[order.order_id] = ("anonymous", None, None)
             continue
         customer = customers[order.customer_id]
         keys = {sha(customer.email), sha(customer.phone_number)} - {None}
@@ -64,22 +74,24 @@ def expected_classes(session: Session) -> dict[str, tuple[str, str | None]]:
             for t in touches
             if t.profile_id == order.profile_id
             and ({t.email_sha256, t.phone_sha256} & keys)
-            and order.ordered_at - WINDOW <= t.touched_at <= order.ordered_at
+            and t.touched_at <= order.ordered_at
+            and order.ordered_at - t.touched_at <= timedelta(days=windows[t.campaign_id][t.kind])
         ]
         if not qualifying:
-            expected[order.order_id] = ("organic", None)
+            expected[order.order_id] = ("organic", None, None)
             continue
-        latest = max(qualifying, key=lambda t: (t.touched_at, t.campaign_id))
+        latest = max(qualifying, key=lambda t: (t.touched_at, t.campaign_id, t.kind == "click"))
         earlier = any(
             o.customer_id == order.customer_id and o.ordered_at < order.ordered_at
             for o in all_orders
         )
-        expected[order.order_id] = ("returning" if earlier else "new", latest.campaign_id)
+        conversion = "returning" if earlier else "new"
+        expected[order.order_id] = (conversion, latest.campaign_id, latest.kind)
     return expected
 
 
-def stored_classes(session: Session) -> dict[str, tuple[str, str | None]]:
-    return {o.order_id: (o.conversion, o.campaign_id) for o in orders(session)}
+def stored_classes(session: Session) -> Classes:
+    return {o.order_id: (o.conversion, o.campaign_id, o.touch_kind) for o in orders(session)}
 
 
 @pytest.mark.parametrize(
@@ -110,8 +122,22 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
     /v1/orders/batch), stored together (orders/upsert.py's rounds on PostgreSQL).
     `resent`: a third of the orders re-send an earlier order id with another createdAt
     and perhaps another customer (the stored version is the last one sent), so orders
-    move later, earlier, and from one customer to another."""
+    move later, earlier, and from one customer to another. Touches are clicks or views of
+    three campaigns with windows of their own, two of which change on the way."""
     rng = random.Random(seed)
+    for campaign_id, (click, view) in WINDOWS.items():
+        create_campaign(
+            session,
+            profile_id=shop.profile.id,
+            campaign_id=campaign_id,
+            name=campaign_id,
+            starts_at=START,
+            ends_at=None,
+            holdout_percent=0,
+            click_window_days=click,
+            view_window_days=view,
+        )
+    session.commit()
     people = [(f"p{i}@example.com", f"+1415555{i:04d}") for i in range(6)]
 
     def moment() -> str:
@@ -139,8 +165,12 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
             who = rng.choice(
                 [{"email": email}, {"phoneNumber": phone}, {"emailSha256": sha(email)}]
             )
-            batch.append({"campaignId": f"c{rng.randrange(3)}", "touchedAt": moment(), **who})
+            touch = {"campaignId": f"c{rng.randrange(3)}", "touchedAt": moment(), **who}
+            batch.append(
+                touch | {"kind": rng.choice(["click", "view"])} if rng.random() < 0.7 else touch
+            )
         events.append(("touches", batch))
+    events += [("windows", ("c0", rng.randrange(1, 15), None)), ("windows", ("c1", 5, 2))]
     rng.shuffle(events)
 
     waiting: list[dict[str, Any]] = []
@@ -159,6 +189,12 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
             waiting.append(order_body(payload[0], **payload[1]))
         elif kind == "order":
             send(client, shop, payload[0], **payload[1])
+        elif kind == "windows":
+            send_waiting()
+            campaign_id, click, view = payload
+            found = session.scalars(select(Campaign).where(Campaign.campaign_id == campaign_id))
+            change_windows(session, found.one(), click_days=click, view_days=view)
+            session.commit()
         else:
             send_waiting()
             import_touches(session, shop.profile.id, payload)
@@ -166,7 +202,8 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
 
     stored = stored_classes(session)
     assert stored == expected_classes(session)
-    assert {conversion for conversion, _ in stored.values()} >= {"organic", "new"}
+    classes = {conversion for conversion, _, _ in stored.values()}
+    assert "organic" in classes and classes & {"new", "returning"}, classes
 
 
 def test_touch_after_order_makes_it_new_and_counts_it(
@@ -238,7 +275,10 @@ def test_upload_giving_a_customer_a_phone_reclassifies_their_orders(
         client, app, settings, shop, [{"email": "ada@example.com", "phoneNumber": "+14155550123"}]
     )
     assert (status["status"], status["updated"]) == ("done", 1)
-    assert stored_classes(session) == {"1": ("new", "summer"), "2": ("returning", "summer")}
+    assert stored_classes(session) == {
+        "1": ("new", "summer", "click"),
+        "2": ("returning", "summer", "click"),
+    }
     assert stored_classes(session) == expected_classes(session)
     # The same file again changes no identifier: nothing is classified again.
     session.rollback()

@@ -38,8 +38,10 @@ def test_every_class_the_holdout_and_the_lift_interval_are_explained_in_place(
     assert_html(page, 200)
     shown = words(page.text)
     for sentence in (
-        "New A customer's first order, placed within 7 days after one of your ads reached them.",
-        "Returning An order from a customer who had bought before, placed within 7 days",
+        "New A customer's first order, placed within a campaign's window after one of your ads"
+        " reached them (unless the campaign sets its own, 7 days after a click on the ad, 1 day"
+        " after a view).",
+        "Returning An order from a customer who had bought before, placed within a campaign's",
         "Organic An order from a customer you know whom none of your ads reached",
         "Anonymous An order without an email or phone number",
         "Holdout: the share of your customers a campaign keeps its ads away from",

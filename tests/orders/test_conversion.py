@@ -16,11 +16,13 @@ from tests.orders.builders import order_body, post, stored_order
 ORDER_TIME = "2024-05-10T12:00:00Z"
 
 
-def touch(session: Session, profile_id: str, touched_at: str, **who: Any) -> None:
+def touch(
+    session: Session, profile_id: str, touched_at: str, default_click_days: int = 7, **who: Any
+) -> None:
     line = json.dumps(
         {"profileId": profile_id, "campaignId": "spring", "touchedAt": touched_at, **who}
     )
-    result = import_touch_lines(session, [line.encode()], window_days=7)
+    result = import_touch_lines(session, [line.encode()], default_click_days=default_click_days)
     session.commit()
     assert result.imported == 1, result.rejections
 
@@ -135,10 +137,10 @@ def test_a_touch_imported_after_the_order_reclassifies_it(
     assert (order.conversion, order.order_price) == ("new", 9900)
 
 
-def test_window_follows_the_setting(
-    client: TestClient, shop: ConnectedStoreFixture, session: Session, app: Any
+def test_a_campaign_a_touch_creates_takes_the_settings_window(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
 ) -> None:
-    app.state.settings.attribution_window_days = 30
-    touch(session, shop.profile.id, "2024-04-15T12:00:00Z", email="ada@example.com")
+    """PARTNERLINK_ATTRIBUTION_WINDOW_DAYS is the click window of new campaigns (§16)."""
+    touch(session, shop.profile.id, "2024-04-15T12:00:00Z", 30, email="ada@example.com")
     send(client, shop, "1")
     assert conversion_of(session, "1") == "new"

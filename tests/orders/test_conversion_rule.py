@@ -13,13 +13,17 @@ from sqlalchemy.orm import Session
 from partnerlink.orders.conversion import (
     ANONYMOUS,
     CLASSES,
+    CLICK,
     NEW,
     ORGANIC,
     RETURNING,
     RULES,
+    VIEW,
+    CountedTouch,
     classify,
     conversion_case,
     conversion_of,
+    counts_until,
 )
 from partnerlink.orders.queries import UPSERT_ORDER
 
@@ -53,12 +57,31 @@ def test_the_upsert_carries_the_generated_case() -> None:
     assert f" ELSE '{NEW}' END" in UPSERT_ORDER.sqlite
 
 
+def _touch(days_before: float, campaign: str, kind: str = CLICK, window: int = 7) -> CountedTouch:
+    at = ORDERED_AT - timedelta(days=days_before)
+    return CountedTouch(at, campaign, kind == CLICK, counts_until(at, window))
+
+
 def test_classify_follows_the_rule() -> None:
-    touch = (ORDERED_AT - timedelta(days=2), "spring")
-    stale = (ORDERED_AT - timedelta(days=9), "winter")
-    later = (ORDERED_AT + timedelta(hours=1), "summer")
+    touch = _touch(2, "spring")
+    stale = _touch(9, "winter")
+    later = _touch(-1 / 24, "summer")
     earlier_order = ORDERED_AT - timedelta(days=30)
-    assert classify(ORDERED_AT, ORDERED_AT, [touch], 7) == (NEW, "spring")
-    assert classify(ORDERED_AT, earlier_order, [touch], 7) == (RETURNING, "spring")
-    assert classify(ORDERED_AT, ORDERED_AT, [stale, later], 7) == (ORGANIC, None)
-    assert classify(ORDERED_AT, earlier_order, [], 7) == (ORGANIC, None)
+    assert classify(ORDERED_AT, ORDERED_AT, [touch]) == (NEW, "spring", CLICK)
+    assert classify(ORDERED_AT, earlier_order, [touch]) == (RETURNING, "spring", CLICK)
+    assert classify(ORDERED_AT, ORDERED_AT, [stale, later]) == (ORGANIC, None, None)
+    assert classify(ORDERED_AT, earlier_order, []) == (ORGANIC, None, None)
+
+
+def test_classify_reads_each_touchs_own_window() -> None:
+    """A later touch whose window has ended gives way to an earlier one whose window holds
+    the order (§16); at one instant and campaign, a click comes before a view."""
+    old_click = _touch(20, "google", window=30)
+    ended_view = _touch(2, "meta", VIEW, window=1)
+    assert classify(ORDERED_AT, ORDERED_AT, [old_click, ended_view]) == (NEW, "google", CLICK)
+    fresh_view = _touch(0.5, "meta", VIEW, window=1)
+    assert classify(ORDERED_AT, ORDERED_AT, [old_click, fresh_view]) == (NEW, "meta", VIEW)
+    same_click = _touch(0.5, "meta", CLICK)
+    assert classify(ORDERED_AT, ORDERED_AT, sorted([fresh_view, same_click]))[2] == CLICK
+    too_old = _touch(91, "google", window=90)
+    assert classify(ORDERED_AT, ORDERED_AT, [too_old])[0] == ORGANIC

@@ -57,7 +57,10 @@ def import_(
             progress.update(task, completed=handle.tell())
 
         result = import_touch_lines(
-            session, handle, window_days=settings.attribution_window_days, checkpoint=checkpoint
+            session,
+            handle,
+            default_click_days=settings.attribution_window_days,
+            checkpoint=checkpoint,
         )
     if json_output:
         # `errors` holds the first rejected lines (the import keeps 1,000);

@@ -38,9 +38,7 @@ class Reclassify(Protocol):
     match them anew. Passed in by the worker, since orders import customers, not the
     other way round."""
 
-    def __call__(
-        self, sql: Sql, *, profile_id: str, customer_ids: set[int], window_days: int
-    ) -> int: ...
+    def __call__(self, sql: Sql, *, profile_id: str, customer_ids: set[int]) -> int: ...
 
 
 class LeaseLost(Exception):
@@ -163,12 +161,7 @@ def _apply_batch(
         meanwhile=meanwhile,
     )
     if rekeyed:
-        reclassify(
-            Sql.of_session(session),
-            profile_id=upload.profile_id,
-            customer_ids=rekeyed,
-            window_days=settings.attribution_window_days,
-        )
+        reclassify(Sql.of_session(session), profile_id=upload.profile_id, customer_ids=rekeyed)
     queries.record_progress(
         session,
         upload_id=upload.id,

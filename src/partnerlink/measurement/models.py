@@ -25,6 +25,10 @@ class Campaign(Base):
     starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     holdout_percent: Mapped[int] = mapped_column(Integer, default=0)
+    # How long after a click, and after a view, an order still counts as the campaign's
+    # (CONTRACT.md §16); its touches carry the end of their window (orders' Touch.counts_until).
+    click_window_days: Mapped[int] = mapped_column(Integer)
+    view_window_days: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     # Random, drawn once at creation: a customer's group can be recomputed, never chosen.
     salt: Mapped[bytes] = mapped_column(LargeBinary(32))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -6,14 +6,32 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Date, Select, and_, cast, distinct, exists, func, select
+from sqlalchemy import (
+    BigInteger,
+    Date,
+    Integer,
+    Select,
+    Text,
+    and_,
+    any_,
+    bindparam,
+    cast,
+    distinct,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from partnerlink.customers.models import Customer
+from partnerlink.db.base import UTCDateTime
 from partnerlink.db.sums import exact_sum
 from partnerlink.measurement.models import Campaign
-from partnerlink.orders.conversion import NEW
+from partnerlink.orders.conversion import CLICK, NEW, VIEW
 from partnerlink.orders.models import Order
 from partnerlink.stores.models import Store
 
@@ -31,10 +49,11 @@ def campaigns_unordered(profile_id: str) -> Select[Campaign]:
     return select(Campaign).where(Campaign.profile_id == profile_id)
 
 
-def campaign_ids(profile_id: str, wanted: Iterable[str]) -> Select[str]:
-    return select(Campaign.campaign_id).where(
-        Campaign.profile_id == profile_id, Campaign.campaign_id.in_(list(wanted))
-    )
+def campaign_windows(profile_id: str, wanted: Iterable[str]) -> Select[str, int, int]:
+    """The click and view windows of the campaigns among `wanted` that exist."""
+    return select(
+        Campaign.campaign_id, Campaign.click_window_days, Campaign.view_window_days
+    ).where(Campaign.profile_id == profile_id, Campaign.campaign_id.in_(list(wanted)))
 
 
 def find_campaign(profile_id: str, campaign_id: str) -> Select[Campaign]:
@@ -46,6 +65,21 @@ def find_campaign(profile_id: str, campaign_id: str) -> Select[Campaign]:
 def customer_identifiers(profile_id: str) -> Select[int, str | None, str | None]:
     return select(Customer.id, Customer.email, Customer.phone_number).where(
         Customer.profile_id == profile_id
+    )
+
+
+def _sha256_hex(column: Any) -> ColumnElement[str | None]:
+    """PostgreSQL's lower-case hex SHA-256 of a text column (orders.conversion.identifier_hash)."""
+    return func.encode(func.sha256(func.convert_to(column, "UTF8")), "hex")
+
+
+def customers_hashing_to(profile_id: str, keys: list[str]) -> Select[int, str | None, str | None]:
+    """PostgreSQL: the profile's customers whose email or phone hashes to one of `keys`, and
+    both their hashes, the hashing done by the database."""
+    email, phone = _sha256_hex(Customer.email), _sha256_hex(Customer.phone_number)
+    wanted = any_(bindparam("hashes", keys, type_=ARRAY(Text)))
+    return select(Customer.id, email, phone).where(
+        Customer.profile_id == profile_id, or_(email == wanted, phone == wanted)
     )
 
 
@@ -93,12 +127,19 @@ def orders_by_day(
     )
 
 
-def new_customers_by_campaign(
+def campaign_counts(
     profile_id: str, start: datetime, end: datetime, live_only: bool = False
-) -> Select[str | None, int]:
+) -> Select[str | None, int, int, int]:
+    """Each campaign's new customers in the period, and its orders by the kind of the touch
+    that brought them (click, view)."""
     return (
-        select(Order.campaign_id, func.count(distinct(Order.customer_id)))
-        .where(*_in_period(profile_id, start, end, live_only), Order.conversion == NEW)
+        select(
+            Order.campaign_id,
+            func.count(distinct(Order.customer_id)).filter(Order.conversion == NEW),
+            func.count().filter(Order.touch_kind == CLICK),
+            func.count().filter(Order.touch_kind == VIEW),
+        )
+        .where(*_in_period(profile_id, start, end, live_only), Order.campaign_id.is_not(None))
         .group_by(Order.campaign_id)
     )
 
@@ -134,4 +175,62 @@ def spend_by_customer(
             *_live(live_only),
         )
         .group_by(Order.customer_id, Order.order_currency)
+    )
+
+
+# The lift planner's history (measurement/planner.py).
+def customer_count(profile_id: str, moment: datetime, live_only: bool = False) -> Select[int]:
+    return select(func.count()).select_from(
+        customers_before(profile_id, moment, live_only).subquery()
+    )
+
+
+def sampled_customers(profile_id: str, moment: datetime, live_only: bool, cut: int) -> Select[int]:
+    """A fixed sample of the profile's customers: those whose id times an odd constant falls
+    below `cut` modulo 2^16 (a share of cut / 2^16, spread over any run of ids)."""
+    return customers_before(profile_id, moment, live_only).where(
+        (Customer.id * 40503) % 65536 < cut
+    )
+
+
+def first_order_at(profile_id: str, moment: datetime, live_only: bool = False) -> Select[Any]:
+    return select(func.min(Order.ordered_at)).where(
+        Order.profile_id == profile_id, Order.ordered_at <= moment, *_live(live_only)
+    )
+
+
+def buyer_days(
+    session: Session,
+    profile_id: str,
+    since: datetime,
+    until: datetime,
+    customer_ids: list[int] | None,
+    live_only: bool = False,
+) -> Select[int | None, int]:
+    """Each (customer, whole days before `until`) with an order in [since, until), of the
+    given customers (None: all of the profile's)."""
+    if session.get_bind().dialect.name == "postgresql":
+        age = func.extract("epoch", until - Order.ordered_at) / 86400
+        offset = cast(func.floor(age), Integer)
+    else:  # SQLite keeps times as text: julianday reads them
+        moment = literal(until, UTCDateTime())
+        offset = cast(func.julianday(moment) - func.julianday(Order.ordered_at), Integer)
+    if customer_ids is None:
+        who: ColumnElement[bool] = Order.customer_id.is_not(None)
+    elif session.get_bind().dialect.name == "postgresql":
+        who = Order.customer_id == any_(
+            bindparam("customers", customer_ids, type_=ARRAY(BigInteger))
+        )
+    else:
+        who = Order.customer_id.in_(customer_ids)
+    return (
+        select(Order.customer_id, offset)
+        .where(
+            Order.profile_id == profile_id,
+            Order.ordered_at >= since,
+            Order.ordered_at < until,
+            who,
+            *_live(live_only),
+        )
+        .distinct()
     )

@@ -117,15 +117,12 @@ def results(session: Session, *, profile_id: str, start: date, end: date) -> dic
             campaign_orders[campaign_id] += count
             campaign_money[campaign_id][currency] += amount
     low, high = _bounds(start, end)
-    new_customers: dict[str | None, int] = dict(
-        session.execute(
-            queries.new_customers_by_campaign(
-                profile_id, low, high, _has_test_stores(session, profile_id)
-            )
+    attributed: dict[str | None, tuple[int, int, int]] = {
+        campaign_id: (new, clicks, views)
+        for campaign_id, new, clicks, views in session.execute(
+            queries.campaign_counts(profile_id, low, high, _has_test_stores(session, profile_id))
         )
-        .tuples()
-        .all()
-    )
+    }
     campaigns = {c.campaign_id: c.name for c in session.scalars(queries.campaigns_of(profile_id))}
     for campaign_id in campaign_orders:
         campaigns.setdefault(campaign_id, campaign_id)
@@ -146,7 +143,13 @@ def results(session: Session, *, profile_id: str, start: date, end: date) -> dic
                 "campaignId": campaign_id,
                 "name": name,
                 "orders": campaign_orders[campaign_id],
-                "newCustomers": int(new_customers.get(campaign_id, 0)),
+                **dict(
+                    zip(
+                        ("newCustomers", "clickOrders", "viewOrders"),
+                        attributed.get(campaign_id, (0, 0, 0)),
+                        strict=True,
+                    )
+                ),
                 "revenue": _money(campaign_money[campaign_id]),
             }
             for campaign_id, name in campaigns.items()

@@ -17,12 +17,19 @@ from pydantic import (
 )
 
 from partnerlink.measurement.models import Campaign
-from partnerlink.measurement.service import TouchBatch
+from partnerlink.measurement.service import (
+    CLICK_WINDOW_DAYS,
+    DEFAULT_VIEW_WINDOW_DAYS,
+    VIEW_WINDOW_DAYS,
+    TouchBatch,
+)
 from partnerlink.measurement.touches import CAMPAIGN_ID_RULE, is_campaign_id
 from partnerlink.orders.schemas import Timestamp
 
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 SHOWN_ERRORS = 20  # rejected touches named in an answer
+ClickWindowDays = Annotated[StrictInt, Field(ge=CLICK_WINDOW_DAYS[0], le=CLICK_WINDOW_DAYS[1])]
+ViewWindowDays = Annotated[StrictInt, Field(ge=VIEW_WINDOW_DAYS[0], le=VIEW_WINDOW_DAYS[1])]
 
 
 class CampaignIn(BaseModel):
@@ -33,6 +40,8 @@ class CampaignIn(BaseModel):
     startsAt: Timestamp
     endsAt: Timestamp | None = None
     holdoutPercent: Annotated[StrictInt, Field(ge=0, le=50)] = 0
+    clickWindowDays: ClickWindowDays | None = None  # None: PARTNERLINK_ATTRIBUTION_WINDOW_DAYS
+    viewWindowDays: ViewWindowDays = DEFAULT_VIEW_WINDOW_DAYS
 
     @field_validator("campaignId")
     @classmethod
@@ -50,7 +59,7 @@ class CampaignIn(BaseModel):
             raise ValueError("endsAt must be after startsAt")
         return self
 
-    def campaign_fields(self) -> dict[str, Any]:
+    def campaign_fields(self, default_click_days: int) -> dict[str, Any]:
         """`service.create_campaign`'s arguments: the merchant API and the console's form
         create a campaign from the same checked request."""
         return {
@@ -59,7 +68,18 @@ class CampaignIn(BaseModel):
             "starts_at": self.startsAt,
             "ends_at": self.endsAt,
             "holdout_percent": self.holdoutPercent,
+            "click_window_days": self.clickWindowDays or default_click_days,
+            "view_window_days": self.viewWindowDays,
         }
+
+
+class CampaignWindowsIn(BaseModel):
+    """PATCH .../campaigns/{campaignId}: new windows; a window left out stays as it is."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    clickWindowDays: ClickWindowDays | None = None
+    viewWindowDays: ViewWindowDays | None = None
 
 
 class TouchesIn(BaseModel):
@@ -78,6 +98,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
         "startsAt": campaign.starts_at.isoformat(),
         "endsAt": campaign.ends_at.isoformat() if campaign.ends_at else None,
         "holdoutPercent": campaign.holdout_percent,
+        "clickWindowDays": campaign.click_window_days,
+        "viewWindowDays": campaign.view_window_days,
         "createdAt": campaign.created_at.isoformat(),
     }
 

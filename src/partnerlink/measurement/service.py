@@ -1,10 +1,13 @@
-"""Campaigns and touches: creation, import, and the re-classification touches bring.
+"""Campaigns and touches: creation, import, windows, and the re-classification they bring.
 
 Both the merchant API (POST .../touches) and `partnerlink touches import` go
 through `store_touches`: the campaigns a touch names exist (created with their
-id as name when unknown), the touches are written (hashes only), and every
-order of each customer they match is classified again (orders/conversion.py),
-in the caller's transaction.
+id as name when unknown), the touches are written (hashes only, each with the end
+of its campaign's window of its kind), and every order of each customer they
+match is classified again (orders/conversion.py), in the caller's transaction.
+A campaign's new window (`change_windows`) moves the end of its touches' windows
+and classifies again, through the same function, the orders of the customers
+they match.
 """
 
 from __future__ import annotations
@@ -26,12 +29,24 @@ from partnerlink.measurement import queries
 from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.touches import RejectedTouch, TouchRow, parse_line, parse_touch
 from partnerlink.merchant.models import Profile
-from partnerlink.orders.conversion import identifier_hash, reclassify_customers
-from partnerlink.orders.touches import record_touches
+from partnerlink.orders.conversion import (
+    CLICK,
+    VIEW,
+    Identifiers,
+    counts_until,
+    identifier_hash,
+    reclassify_customers,
+)
+from partnerlink.orders.touches import campaign_hashes, record_touches, set_window
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
 LINES_PER_BATCH = 2000  # `touches import`: committed batch by batch
+# Windows a campaign may set (CONTRACT.md §16); the click window's default is
+# PARTNERLINK_ATTRIBUTION_WINDOW_DAYS, the setting.
+CLICK_WINDOW_DAYS = (1, 90)
+VIEW_WINDOW_DAYS = (0, 30)
+DEFAULT_VIEW_WINDOW_DAYS = 1
 
 
 class CampaignExists(Conflict):
@@ -71,6 +86,8 @@ def create_campaign(
     starts_at: datetime,
     ends_at: datetime | None,
     holdout_percent: int,
+    click_window_days: int,
+    view_window_days: int = DEFAULT_VIEW_WINDOW_DAYS,
 ) -> Campaign:
     """A new campaign with its own random salt; an existing campaignId answers 409."""
     if session.scalar(queries.find_campaign(profile_id, campaign_id)) is not None:
@@ -82,6 +99,8 @@ def create_campaign(
         starts_at=starts_at,
         ends_at=ends_at,
         holdout_percent=holdout_percent,
+        click_window_days=click_window_days,
+        view_window_days=view_window_days,
         salt=secrets.token_bytes(32),
         created_at=utcnow(),
     )
@@ -93,16 +112,27 @@ def create_campaign(
     return campaign
 
 
-def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[TouchRow]) -> None:
-    """A touch of an unknown campaign creates it, named by its id, starting at its first touch."""
+Windows = dict[str, dict[str, int]]  # campaign id: days by touch kind
+
+
+def _campaign_windows(
+    session: Session, profile_id: str, touches: Sequence[TouchRow], default_click_days: int
+) -> Windows:
+    """The windows of the campaigns the touches name. A touch of an unknown campaign creates
+    it, named by its id, starting at its first touch, with the default windows."""
     first: dict[str, datetime] = {}
     for touch in touches:
         if touch.campaign_id not in first or touch.touched_at < first[touch.campaign_id]:
             first[touch.campaign_id] = touch.touched_at
-    known = set(session.scalars(queries.campaign_ids(profile_id, first)))
+    default = {CLICK: default_click_days, VIEW: DEFAULT_VIEW_WINDOW_DAYS}
+    windows: Windows = {
+        campaign_id: {CLICK: click, VIEW: view}
+        for campaign_id, click, view in session.execute(queries.campaign_windows(profile_id, first))
+    }
     for campaign_id, starts_at in first.items():
-        if campaign_id in known:
+        if campaign_id in windows:
             continue
+        windows[campaign_id] = default
         with contextlib.suppress(CampaignExists):  # another import created it meanwhile
             create_campaign(
                 session,
@@ -112,7 +142,9 @@ def _ensure_campaigns(session: Session, profile_id: str, touches: Sequence[Touch
                 starts_at=starts_at,
                 ends_at=None,
                 holdout_percent=0,
+                click_window_days=default_click_days,
             )
+    return windows
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +155,13 @@ class StoredTouches:
 
 
 def store_touches(
-    session: Session, *, profile_id: str, touches: Sequence[TouchRow], window_days: int
+    session: Session, *, profile_id: str, touches: Sequence[TouchRow], default_click_days: int
 ) -> StoredTouches:
-    """Writes a profile's touches and re-classifies the orders of the customers they match."""
+    """Writes a profile's touches and re-classifies the orders of the customers they match.
+    `default_click_days`: the click window of the campaigns the touches create."""
     if not touches:
         return StoredTouches(0, 0, 0)
-    _ensure_campaigns(session, profile_id, touches)
+    windows = _campaign_windows(session, profile_id, touches, default_click_days)
     now = utcnow()
     new = record_touches(
         session,
@@ -140,29 +173,74 @@ def store_touches(
                 "phone_sha256": touch.phone_sha256,
                 "touched_at": touch.touched_at,
                 "imported_at": now,
+                "kind": touch.kind,
+                "counts_until": counts_until(
+                    touch.touched_at, windows[touch.campaign_id][touch.kind]
+                ),
             }
             for touch in touches
         ],
     )
-    matched = _matched_customers(session, profile_id, touches)
-    reclassified = reclassify_customers(
-        as_sql(session), profile_id=profile_id, customer_ids=matched, window_days=window_days
-    )
+    keys = {key for t in touches for key in (t.email_sha256, t.phone_sha256) if key is not None}
+    reclassified = _reclassify_matched(session, profile_id, keys)
     return StoredTouches(new, len(touches) - new, reclassified)
 
 
-def _matched_customers(session: Session, profile_id: str, touches: Iterable[TouchRow]) -> list[int]:
-    """The profile's customers whose email or phone hashes to one the touches carry.
+def _reclassify_matched(session: Session, profile_id: str, keys: set[str]) -> int:
+    """Classifies again the orders of the customers whose email or phone hashes to one of
+    `keys`; how many orders changed."""
+    matched = _matched_customers(session, profile_id, keys)
+    return reclassify_customers(
+        as_sql(session), profile_id=profile_id, customer_ids=matched, hashes=matched
+    )
 
-    Customers keep their identifiers plain, so each is hashed here: one pass over
-    the profile's customers (measured in bench/measurement.py).
+
+def _matched_customers(session: Session, profile_id: str, keys: set[str]) -> Identifiers:
+    """The profile's customers whose email or phone hashes to one of `keys`, with their
+    identifier hashes.
+
+    Customers keep their identifiers plain, so each is hashed: PostgreSQL hashes them
+    itself, sending only the customers that match; on SQLite (in process) each is read
+    and hashed here. One pass over the profile's customers (bench/measurement.py).
     """
-    keys = {key for t in touches for key in (t.email_sha256, t.phone_sha256) if key is not None}
-    return [
-        customer_id
-        for customer_id, email, phone in session.execute(queries.customer_identifiers(profile_id))
-        if identifier_hash(email) in keys or identifier_hash(phone) in keys
-    ]
+    if not keys:
+        return {}
+    if session.get_bind().dialect.name == "postgresql":
+        found = session.execute(queries.customers_hashing_to(profile_id, sorted(keys)))
+        return {customer_id: (email, phone) for customer_id, email, phone in found}
+    matched: dict[int, tuple[str | None, str | None]] = {}
+    for customer_id, email, phone in session.execute(queries.customer_identifiers(profile_id)):
+        hashes = (identifier_hash(email), identifier_hash(phone))
+        if hashes[0] in keys or hashes[1] in keys:
+            matched[customer_id] = hashes
+    return matched
+
+
+def change_windows(
+    session: Session, campaign: Campaign, *, click_days: int | None, view_days: int | None
+) -> int:
+    """A campaign's new windows (None: unchanged): its touches' windows end anew, and the
+    orders of the customers they match are classified again, in the caller's transaction;
+    how many orders changed."""
+    current = {CLICK: campaign.click_window_days, VIEW: campaign.view_window_days}
+    wanted = {CLICK: click_days, VIEW: view_days}
+    moved = {k: days for k, days in wanted.items() if days is not None and days != current[k]}
+    if not moved:
+        return 0
+    campaign.click_window_days = moved.get(CLICK, campaign.click_window_days)
+    campaign.view_window_days = moved.get(VIEW, campaign.view_window_days)
+    for kind, days in moved.items():
+        set_window(
+            session,
+            profile_id=campaign.profile_id,
+            campaign_id=campaign.campaign_id,
+            kind=kind,
+            days=days,
+        )
+    keys = campaign_hashes(
+        session, profile_id=campaign.profile_id, campaign_id=campaign.campaign_id
+    )
+    return _reclassify_matched(session, campaign.profile_id, keys)
 
 
 @dataclass(frozen=True)
@@ -176,7 +254,7 @@ class TouchBatch:
 
 
 def import_touch_batch(
-    session: Session, *, profile_id: str, records: Sequence[object], window_days: int
+    session: Session, *, profile_id: str, records: Sequence[object], default_click_days: int
 ) -> TouchBatch:
     """POST .../touches: each bad touch is rejected alone, with its index."""
     if len(records) > MAX_TOUCHES:
@@ -189,7 +267,7 @@ def import_touch_batch(
         except RejectedTouch as rejection:
             errors.append({"index": index, "reason": str(rejection)})
     stored = store_touches(
-        session, profile_id=profile_id, touches=accepted, window_days=window_days
+        session, profile_id=profile_id, touches=accepted, default_click_days=default_click_days
     )
     return TouchBatch(
         imported=stored.imported,
@@ -221,7 +299,7 @@ def import_touch_lines(
     session: Session,
     lines: Iterable[bytes],
     *,
-    window_days: int,
+    default_click_days: int,
     checkpoint: Callable[[], None] = lambda: None,
 ) -> LinesImport:
     """`partnerlink touches import`: JSON lines with a profileId each; `checkpoint` runs
@@ -243,20 +321,23 @@ def import_touch_lines(
         batch.setdefault(profile_id, []).append(touch)
         pending += 1
         if pending >= LINES_PER_BATCH:
-            _write_lines(session, batch, result, window_days)
+            _write_lines(session, batch, result, default_click_days)
             pending = 0
             checkpoint()
-    _write_lines(session, batch, result, window_days)
+    _write_lines(session, batch, result, default_click_days)
     checkpoint()
     return result
 
 
 def _write_lines(
-    session: Session, batch: dict[str, list[TouchRow]], result: LinesImport, window_days: int
+    session: Session,
+    batch: dict[str, list[TouchRow]],
+    result: LinesImport,
+    default_click_days: int,
 ) -> None:
     for profile_id, touches in batch.items():
         stored = store_touches(
-            session, profile_id=profile_id, touches=touches, window_days=window_days
+            session, profile_id=profile_id, touches=touches, default_click_days=default_click_days
         )
         result.imported += stored.imported
         result.duplicates += stored.duplicates

@@ -1,6 +1,7 @@
 """One ad touch as given (merchant API or a JSON line), checked and reduced to hashes.
 
-A touch names its campaign, its time and at least one identifier: a plain
+A touch names its campaign, its time, its kind (`click`, the default, or `view`:
+CONTRACT.md §16) and at least one identifier: a plain
 `email` or `phoneNumber` (a phone without `+` read in `countryCode`'s region),
 normalized as customers' are (CONTRACT.md §6) and then hashed, or the hashes
 themselves, `emailSha256` and `phoneSha256`: lower-case hex SHA-256 of the
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from partnerlink.customers.normalize import normalize_email, normalize_phone
-from partnerlink.orders.conversion import identifier_hash
+from partnerlink.orders.conversion import CLICK, KINDS, identifier_hash
 from partnerlink.orders.schemas import parse_timestamp
 
 MAX_CAMPAIGN_ID = 64
@@ -37,6 +38,7 @@ class TouchRow:
     touched_at: datetime
     email_sha256: str | None
     phone_sha256: str | None
+    kind: str = CLICK
 
 
 def parse_touch(record: object) -> TouchRow:
@@ -48,6 +50,9 @@ def parse_touch(record: object) -> TouchRow:
         touched_at = parse_timestamp(record.get("touchedAt")).astimezone(UTC)
     except (ValueError, OverflowError):
         raise RejectedTouch("touchedAt must be an ISO-8601 timestamp") from None
+    kind = CLICK if record.get("kind") is None else record["kind"]
+    if kind not in KINDS:
+        raise RejectedTouch("kind must be click or view")
     email_hash = _given_hash(record, "emailSha256")
     phone_hash = _given_hash(record, "phoneSha256")
     country = record.get("countryCode")
@@ -59,7 +64,7 @@ def parse_touch(record: object) -> TouchRow:
     phone_hash = identifier_hash(phone) if phone is not None else phone_hash
     if email_hash is None and phone_hash is None:
         raise RejectedTouch("no usable email, phoneNumber, emailSha256 or phoneSha256")
-    return TouchRow(campaign_id, touched_at, email_hash, phone_hash)
+    return TouchRow(campaign_id, touched_at, email_hash, phone_hash, kind)
 
 
 def is_campaign_id(value: str) -> bool:

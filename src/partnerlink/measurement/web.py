@@ -1,14 +1,15 @@
 """The console's Results page of a profile (`/merchant/profiles/{id}/results`), its CSV,
-and the form that adds a campaign.
+and the form that adds a campaign, with the lift planner's sentence beside it.
 
 Drawn on the server: a weekly SVG chart of orders by class and the campaign
-table with each campaign's lift; no script. The period form is a GET (nothing to
-guard); adding a campaign is a POST with the console's CSRF token, through the
-same service as the merchant API's POST .../campaigns.
+table with each campaign's lift; no script. The period and plan forms are GETs
+(nothing to guard); adding a campaign is a POST with the console's CSRF token,
+through the same service as the merchant API's POST .../campaigns.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.deps import SettingsDep
+from partnerlink.measurement import planner
 from partnerlink.measurement import results as results_service
 from partnerlink.measurement.chart import weekly_chart
 from partnerlink.measurement.deps import ResultsPeriod
@@ -53,6 +55,8 @@ CAMPAIGN_MESSAGES = {
     "starts_on": "Enter the day the campaign starts.",
     "ends_on": "The last day must be on or after the first.",
     "holdout_percent": "Enter a whole number from 0 to 50.",
+    "click_window_days": "Enter a whole number of days from 1 to 90.",
+    "view_window_days": "Enter a whole number of days from 0 to 30.",
 }
 _FORM_FIELD = {
     "name": "name",
@@ -60,6 +64,8 @@ _FORM_FIELD = {
     "startsAt": "starts_on",
     "endsAt": "ends_on",
     "holdoutPercent": "holdout_percent",
+    "clickWindowDays": "click_window_days",
+    "viewWindowDays": "view_window_days",
 }
 
 
@@ -72,6 +78,8 @@ class CampaignForm:
     starts_on: str = ""
     ends_on: str = ""
     holdout_percent: str = "0"
+    click_window_days: str = ""  # blank: the setting's default
+    view_window_days: str = "1"
 
 
 def campaign_form(
@@ -80,8 +88,12 @@ def campaign_form(
     starts_on: str = Form(""),
     ends_on: str = Form(""),
     holdout_percent: str = Form("0"),
+    click_window_days: str = Form(""),
+    view_window_days: str = Form("1"),
 ) -> CampaignForm:
-    return CampaignForm(name, campaign_id, starts_on, ends_on, holdout_percent)
+    return CampaignForm(
+        name, campaign_id, starts_on, ends_on, holdout_percent, click_window_days, view_window_days
+    )
 
 
 @dataclass
@@ -92,6 +104,36 @@ class ResultsView:
     period_problem: BadRequest | None = None
     campaign: CampaignForm | None = None
     campaign_errors: dict[str, str] | None = None
+    plan: dict[str, str] | None = None  # the planner's form as typed
+
+
+def _whole(typed: str, default: int, low: int, high: int) -> int | None:
+    """A whole number typed in a form within [low, high] (blank: `default`); None otherwise."""
+    typed = typed.strip() or str(default)
+    return int(typed) if re.fullmatch(r"[0-9]{1,3}", typed) and low <= int(typed) <= high else None
+
+
+def plan_sentence(session: Session, profile_id: str, holdout: str, days: str) -> str:
+    """The lift planner in one sentence, as the merchant API's GET .../lift-plan answers."""
+    percent = _whole(holdout, 10, *planner.HOLDOUT_PERCENT)
+    length = _whole(days, 28, *planner.TEST_DAYS)
+    if percent is None or length is None:
+        return "Enter a holdout from 1 to 50% and a test of 7 to 90 days to see what it can tell."
+    try:
+        found = planner.history(session, profile_id)
+    except planner.NotEnoughHistory:
+        return (
+            f"Once you have {planner.MIN_CUSTOMERS} customers and {planner.MIN_HISTORY_DAYS}"
+            " days of orders, PartnerLink works out here how large a lift a test could show."
+        )
+    lift = planner.plan(found, holdout_percent=percent, days=length)["minimumDetectableLift"]
+    if lift["relative"] is None:
+        return (
+            f"With a {percent}% holdout for {length} days, no lift could be told from chance:"
+            " hold more customers out, or test for longer."
+        )
+    shown = math.ceil(round(lift["relative"] * 100, 6))
+    return f"With a {percent}% holdout for {length} days, you can tell a lift of {shown}% or more."
 
 
 @router.get("/profiles/{profile_id}/results")
@@ -103,8 +145,12 @@ def results_page(
     settings: SettingsDep,
     start: Annotated[str, Query(alias="from")] = "",
     end: Annotated[str, Query(alias="to")] = "",
+    plan_holdout: str = "10",
+    plan_days: str = "28",
 ) -> HTMLResponse:
-    view = ResultsView({"from": start, "to": end})
+    view = ResultsView(
+        {"from": start, "to": end}, plan={"holdout": plan_holdout, "days": plan_days}
+    )
     try:
         dates = typed_period(start, end)
     except BadRequest as refused:
@@ -151,10 +197,19 @@ def _render(
         "period_errors": {e["field"]: e["message"] for e in view.period_problem.errors or []}
         if view.period_problem
         else {},
-        "campaign": asdict(view.campaign or CampaignForm(starts_on=utcnow().date().isoformat())),
+        "campaign": asdict(
+            view.campaign
+            or CampaignForm(
+                starts_on=utcnow().date().isoformat(), click_window_days=str(window_days)
+            )
+        ),
         "campaign_errors": view.campaign_errors or {},
         "notice": notice,
+        "plan": view.plan or {"holdout": "10", "days": "28"},
     }
+    context["plan_sentence"] = plan_sentence(
+        session, profile.id, context["plan"]["holdout"], context["plan"]["days"]
+    )
     if dates is not None:
         start, end = dates
         found = results_service.results(session, profile_id=profile.id, start=start, end=end)
@@ -195,7 +250,8 @@ def add_campaign(
 ) -> Response:
     """A campaign from the console, created as the merchant API's POST .../campaigns does."""
     try:
-        create_campaign(session, profile_id=profile.id, **campaign_body(typed).campaign_fields())
+        fields = campaign_body(typed).campaign_fields(settings.attribution_window_days)
+        create_campaign(session, profile_id=profile.id, **fields)
     except CampaignFormProblems as problems:
         errors = problems.errors
     except CampaignExists:
@@ -234,8 +290,14 @@ def campaign_body(typed: CampaignForm) -> CampaignIn:
                 body[key] = f"{date.fromisoformat(day) + timedelta(days=days_on)}T00:00:00Z"
         except (ValueError, OverflowError):
             errors[field] = CAMPAIGN_MESSAGES[field]
-    holdout = typed.holdout_percent.strip() or "0"
-    body["holdoutPercent"] = int(holdout) if re.fullmatch(r"[0-9]{1,3}", holdout) else -1
+    for field, key, blank in (
+        ("holdout_percent", "holdoutPercent", "0"),
+        ("click_window_days", "clickWindowDays", None),
+        ("view_window_days", "viewWindowDays", "1"),
+    ):
+        number = getattr(typed, field).strip() or blank
+        if number is not None:
+            body[key] = int(number) if re.fullmatch(r"[0-9]{1,3}", number) else -1
     try:
         checked = CampaignIn.model_validate(body)
     except ValidationError as refused:

@@ -1,15 +1,22 @@
 """Conversion class of an order (CONTRACT.md §6): a function of the stored data.
 
 - `anonymous`: the order has neither a usable email nor a usable phone;
-- `new`: the customer had an ad touch of the profile within the window before
-  the order (a touch whose email or phone hash is the hash of the customer's
-  normalized email or phone), and no order in the profile with an older
-  `createdAt`;
+- `new`: the customer had an ad touch of the profile that still counted when the
+  order was made (a touch whose email or phone hash is the hash of the customer's
+  normalized email or phone, made at most its campaign's window of its kind, click
+  or view, before the order: CONTRACT.md §16), and no order in the profile with an
+  older `createdAt`;
 - `returning`: such a touch, and such an earlier order;
 - `organic`: otherwise.
 
 The order's `campaign_id` is the campaign of the latest such touch (the
-greatest campaign id among touches at the same instant), NULL when none.
+greatest campaign id among touches at the same instant, then a click before a
+view), NULL when none; `touch_kind` is that touch's kind.
+
+Each touch carries the end of its window, `counts_until` (its time plus its
+campaign's window of its kind, written by measurement and moved when the campaign's
+window changes), so that an order's statement reads the window from the touch
+alone and never the campaigns table, which is measurement's.
 
 The rule is written once, as `RULES`: the Python form (`classify`) and the SQL
 form (`conversion_case`, the CASE of the upsert) are both read from it. An
@@ -27,9 +34,10 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from partnerlink.customers.queries import identifiers_of
+from partnerlink.db import sets
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.kit.digests import sha256_hex
 
@@ -41,7 +49,7 @@ CLASSES = (NEW, RETURNING, ORGANIC, ANONYMOUS)
 
 # The facts the class depends on, each true or false for an order.
 NO_CUSTOMER = "no_customer"  # no usable email or phone, so no known customer
-NO_TOUCH = "no_touch"  # no touch of the customer's within the window before the order
+NO_TOUCH = "no_touch"  # no touch of the customer's whose window holds the order
 EARLIER_ORDER = "earlier_order"  # the customer has an order with an older createdAt
 # The rule: the first fact that holds gives the class; when none holds, OTHERWISE.
 RULES: tuple[tuple[str, str], ...] = (
@@ -51,16 +59,48 @@ RULES: tuple[tuple[str, str], ...] = (
 )
 OTHERWISE = NEW
 
+# A touch's kind (CONTRACT.md §16): which of its campaign's two windows it has.
+CLICK = "click"
+VIEW = "view"
+KINDS = (CLICK, VIEW)
+# The longest window a touch can have (clickWindowDays is at most 90): an order looks no
+# further back for its touches.
+LONGEST_WINDOW_DAYS = 90
+
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
-_CHUNK = 500  # ids per IN list
+_LATEST = datetime.max.replace(tzinfo=UTC)
+_CHUNK = 500  # ids per IN list (SQLite); PostgreSQL takes them as one array
+_POSTGRES_CHUNK = 10_000
 
 
-def window_start(created_at: datetime, window_days: int) -> datetime:
-    """The earliest touch that still counts for an order made at `created_at`."""
+class CountedTouch(NamedTuple):
+    """A touch as the rule reads it. Sorted, the latest comes last: at one instant the
+    greatest campaign id, then a click after a view (the upsert's ORDER BY, reversed)."""
+
+    touched_at: datetime
+    campaign_id: str
+    is_click: bool
+    counts_until: datetime  # the last instant its window holds
+
+    @property
+    def kind(self) -> str:
+        return CLICK if self.is_click else VIEW
+
+
+def window_start(created_at: datetime) -> datetime:
+    """The earliest touch that may still count for an order made at `created_at`."""
     try:
-        return created_at - timedelta(days=window_days)
+        return created_at - timedelta(days=LONGEST_WINDOW_DAYS)
     except OverflowError:
         return _EARLIEST
+
+
+def counts_until(touched_at: datetime, window_days: int) -> datetime:
+    """The end of a touch's window: its time plus its campaign's window of its kind."""
+    try:
+        return touched_at + timedelta(days=window_days)
+    except OverflowError:
+        return _LATEST
 
 
 def identifier_hash(value: str | None) -> str | None:
@@ -88,17 +128,30 @@ def conversion_case(conditions: Mapping[str, str]) -> str:
 
 
 def classify(
-    ordered_at: datetime,
-    first_order_at: datetime,
-    touches: Sequence[tuple[datetime, str]],
-    window_days: int,
-) -> tuple[str, str | None]:
-    """(class, campaign) of a known customer's order; `touches` sorted by (time, campaign).
-    The campaign is the latest touch's within the window, None when there is none."""
-    position = bisect_right(touches, (ordered_at, "\U0010ffff")) - 1
-    touched = position >= 0 and touches[position][0] >= window_start(ordered_at, window_days)
-    facts = {NO_CUSTOMER: False, NO_TOUCH: not touched, EARLIER_ORDER: first_order_at < ordered_at}
-    return conversion_of(facts), (touches[position][1] if touched else None)
+    ordered_at: datetime, first_order_at: datetime, touches: Sequence[CountedTouch]
+) -> tuple[str, str | None, str | None]:
+    """(class, campaign, kind) of a known customer's order; `touches` sorted. The campaign
+    and kind are the latest touch's whose window holds the order, None when none does."""
+    earliest = window_start(ordered_at)
+    position = bisect_right(touches, (ordered_at, "\U0010ffff"))
+    touch = None
+    while position > 0 and touch is None:
+        position -= 1
+        if touches[position].touched_at < earliest:
+            break
+        if touches[position].counts_until >= ordered_at:
+            touch = touches[position]
+    facts = {
+        NO_CUSTOMER: False,
+        NO_TOUCH: touch is None,
+        EARLIER_ORDER: first_order_at < ordered_at,
+    }
+    if touch is None:
+        return conversion_of(facts), None, None
+    return conversion_of(facts), touch.campaign_id, touch.kind
+
+
+Identifiers = Mapping[int, tuple[str | None, str | None]]  # customer id: email, phone hashes
 
 
 def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -106,51 +159,83 @@ def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     return ", ".join(f":{name}" for name in names), names
 
 
-def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(values), _CHUNK):
-        yield values[start : start + _CHUNK]
+def _one_of(
+    sql: Sql, column: str, prefix: str, values: Sequence[Any]
+) -> tuple[str, dict[str, Any]]:
+    """`column` is one of `values`: one array on PostgreSQL, an IN list on SQLite."""
+    if sql.postgres:
+        return f"{column} = ANY(:{prefix})", {prefix: list(values)}
+    placeholders, params = _in_list(prefix, values)
+    return f"{column} IN ({placeholders})", params
+
+
+def _chunks(sql: Sql | None, values: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    size = _POSTGRES_CHUNK if sql is not None and sql.postgres else _CHUNK
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def reclassify_customers(
-    sql: Sql, *, profile_id: str, customer_ids: Iterable[int], window_days: int
+    sql: Sql,
+    *,
+    profile_id: str,
+    customer_ids: Iterable[int],
+    hashes: Identifiers | None = None,
 ) -> int:
-    """Recomputes the class and campaign of every order of these customers from the stored
-    data, inside the caller's transaction; answers how many orders changed."""
+    """Recomputes the class, campaign and touch kind of every order of these customers from
+    the stored data, inside the caller's transaction; answers how many orders changed.
+    `hashes`: the customers' identifier hashes when the caller has them (measurement's
+    match of touches to customers); read here otherwise."""
     ids = sorted(set(customer_ids))
     changed = 0
-    for chunk in _chunks(ids):
-        changed += _reclassify_chunk(sql, profile_id, chunk, window_days)
+    for chunk in _chunks(sql, ids):
+        changed += _reclassify_chunk(sql, profile_id, chunk, hashes)
     return changed
 
 
-def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], window_days: int) -> int:
-    placeholders, params = _in_list("c", ids)
-    params["profile_id"] = profile_id
-    hashes: dict[int, tuple[str | None, str | None]] = {}
-    for customer_id, email, phone in identifiers_of(sql, profile_id=profile_id, ids=ids):
-        hashes[customer_id] = (identifier_hash(email), identifier_hash(phone))
+def _reclassify_chunk(
+    sql: Sql, profile_id: str, ids: Sequence[int], known: Identifiers | None
+) -> int:
+    if known is None:
+        hashes = {
+            customer_id: (identifier_hash(email), identifier_hash(phone))
+            for customer_id, email, phone in identifiers_of(sql, profile_id=profile_id, ids=ids)
+        }
+    else:
+        hashes = {customer_id: known[customer_id] for customer_id in ids if customer_id in known}
     touches_by_key = _touches_by_hash(sql, profile_id, hashes.values())
+    condition, params = _one_of(sql, "customer_id", "c", ids)
+    params["profile_id"] = profile_id
     orders = sql.all_rows(
         Statement(
-            "SELECT id, customer_id, ordered_at, conversion, campaign_id FROM orders"
-            f" WHERE profile_id = :profile_id AND customer_id IN ({placeholders})"
+            "SELECT id, customer_id, ordered_at, conversion, campaign_id, touch_kind FROM orders"
+            f" WHERE profile_id = :profile_id AND {condition}"
         ),
         params,
     )
-    by_customer: dict[int, list[tuple[int, datetime, str, str | None]]] = defaultdict(list)
-    for order_pk, customer_id, ordered_at, conversion, campaign in orders:
-        by_customer[customer_id].append((order_pk, stored_time(ordered_at), conversion, campaign))
+    by_customer: dict[int, list[tuple[int, datetime, tuple[str, str | None, str | None]]]]
+    by_customer = defaultdict(list)
+    for order_pk, customer_id, ordered_at, *stored in orders:
+        by_customer[customer_id].append((order_pk, stored_time(ordered_at), tuple(stored)))
     updates: list[dict[str, Any]] = []
     for customer_id, its_orders in by_customer.items():
         keys = [key for key in hashes.get(customer_id, (None, None)) if key is not None]
         touches = sorted({touch for key in keys for touch in touches_by_key.get(key, ())})
-        first = min(ordered_at for _, ordered_at, _, _ in its_orders)
-        for order_pk, ordered_at, conversion, campaign in its_orders:
-            wanted = classify(ordered_at, first, touches, window_days)
-            if wanted != (conversion, campaign):
-                updates.append({"conversion": wanted[0], "campaign_id": wanted[1], "id": order_pk})
+        first = min(ordered_at for _, ordered_at, _ in its_orders)
+        for order_pk, ordered_at, stored in its_orders:
+            wanted = classify(ordered_at, first, touches)
+            if wanted != stored:
+                conversion, campaign, kind = wanted
+                updates.append(
+                    {
+                        "id": order_pk,
+                        "conversion": conversion,
+                        "campaign_id": campaign,
+                        "touch_kind": kind,
+                    }
+                )
     if updates:
-        sql.run_many(_SET_CLASS, updates)
+        _set_classes(sql, profile_id, updates)
     return len(updates)
 
 
@@ -160,7 +245,7 @@ def mark_returning(sql: Sql, *, profile_id: str, customer_ids: Iterable[int]) ->
     an order adds no touch). Answers how many changed."""
     ids = sorted(set(customer_ids))
     changed = 0
-    for chunk in _chunks(ids):
+    for chunk in _chunks(None, ids):
         placeholders, params = _in_list("c", chunk)
         params["profile_id"] = profile_id
         changed += sql.run(
@@ -178,28 +263,47 @@ def mark_returning(sql: Sql, *, profile_id: str, customer_ids: Iterable[int]) ->
 
 
 _SET_CLASS = Statement(
-    "UPDATE orders SET conversion = :conversion, campaign_id = :campaign_id WHERE id = :id"
+    "UPDATE orders SET conversion = :conversion, campaign_id = :campaign_id,"
+    " touch_kind = :touch_kind WHERE id = :id"
 )
+# PostgreSQL: every changed order in one statement, read from one JSON parameter (db/sets.py).
+_CLASS_ROWS = sets.RowSet(
+    {"id": "bigint", "conversion": "text", "campaign_id": "text", "touch_kind": "text"}
+)
+_SET_CLASSES = Statement(
+    "UPDATE orders SET conversion = r.conversion, campaign_id = r.campaign_id,"
+    f" touch_kind = r.touch_kind FROM {_CLASS_ROWS.source}"
+    " WHERE orders.id = r.id AND orders.profile_id = :profile_id"
+)
+
+
+def _set_classes(sql: Sql, profile_id: str, updates: Sequence[dict[str, Any]]) -> None:
+    if sql.postgres:
+        sql.run(_SET_CLASSES, {**_CLASS_ROWS.parameter(updates), "profile_id": profile_id})
+    else:
+        sql.run_many(_SET_CLASS, updates)
 
 
 def _touches_by_hash(
     sql: Sql, profile_id: str, hashes: Iterable[tuple[str | None, str | None]]
-) -> dict[str, list[tuple[datetime, str]]]:
-    """The profile's touches by identifier hash: (time, campaign) of each."""
+) -> dict[str, list[CountedTouch]]:
+    """The profile's touches by identifier hash."""
     keys = sorted({key for pair in hashes for key in pair if key is not None})
-    found: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
-    for chunk in _chunks(keys):
-        placeholders, params = _in_list("h", chunk)
+    found: dict[str, list[CountedTouch]] = defaultdict(list)
+    for chunk in _chunks(sql, keys):
+        by_email, params = _one_of(sql, "email_sha256", "h", chunk)
+        by_phone, _ = _one_of(sql, "phone_sha256", "h", chunk)
         params["profile_id"] = profile_id
-        for email_hash, phone_hash, touched_at, campaign in sql.all_rows(
+        for email_hash, phone_hash, touched_at, campaign, kind, until in sql.all_rows(
             Statement(
-                "SELECT email_sha256, phone_sha256, touched_at, campaign_id FROM touches"
-                f" WHERE profile_id = :profile_id AND (email_sha256 IN ({placeholders})"
-                f" OR phone_sha256 IN ({placeholders}))"
+                "SELECT email_sha256, phone_sha256, touched_at, campaign_id, kind, counts_until"
+                f" FROM touches WHERE profile_id = :profile_id AND ({by_email} OR {by_phone})"
             ),
             params,
         ):
-            touch = (stored_time(touched_at), campaign)
+            touch = CountedTouch(
+                stored_time(touched_at), campaign, kind == CLICK, stored_time(until)
+            )
             for key in {email_hash, phone_hash}:
                 if key is not None:
                     found[key].append(touch)

@@ -7,7 +7,7 @@ which imports orders, writes the touches a merchant imports through orders/touch
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -24,6 +24,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from partnerlink.db.base import Base, BigIntPK, UTCDateTime, utcnow
+
+DEFAULT_CLICK_WINDOW_DAYS = 7  # PARTNERLINK_ATTRIBUTION_WINDOW_DAYS' default
+
+
+def _default_window_end(context: Any) -> datetime:
+    touched_at: datetime = context.get_current_parameters()["touched_at"]
+    return touched_at + timedelta(days=DEFAULT_CLICK_WINDOW_DAYS)
 
 
 class Order(Base):
@@ -74,6 +81,8 @@ class Order(Base):
     conversion: Mapped[str] = mapped_column(String(20))  # new|returning|organic|anonymous
     # The campaign of the latest touch that made the order new or returning (orders/conversion.py).
     campaign_id: Mapped[str | None] = mapped_column(String(200))
+    # That touch's kind, click or view (NULL when none): Results split a campaign's orders by it.
+    touch_kind: Mapped[str | None] = mapped_column(String(5))
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -102,6 +111,14 @@ class Touch(Base):
     phone_sha256: Mapped[str | None] = mapped_column(String(64))
     touched_at: Mapped[datetime] = mapped_column(UTCDateTime)
     imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # click or view (CONTRACT.md §16): which of its campaign's two windows applies.
+    kind: Mapped[str] = mapped_column(String(5), default="click", server_default="click")
+    # The end of that window: touched_at plus the campaign's window of the touch's kind,
+    # written by measurement with the touch and moved when the window changes, so that an
+    # order's statement reads the window from the touch and never the campaign
+    # (orders/conversion.py). A touch written without it (a test's) has the default
+    # click window.
+    counts_until: Mapped[datetime] = mapped_column(UTCDateTime, default=_default_window_end)
 
 
 # A touch is stored once (CONTRACT §13): equal profile, campaign, identifier hashes and time.

@@ -51,30 +51,38 @@ INSERTED_COLUMNS = (
 )
 
 
-# The class of an order and its campaign (CONTRACT.md §6, orders/conversion.py), computed
-# by the upsert itself. Parameters: the order's `customer_id` (NULL: anonymous), the
-# SHA-256 of the customer's normalized email and phone, `match_email` and `match_phone`
-# (NULL when it has none: NULL never equals anything), the order's `ordered_at` and the
-# window's `window_start`.
+# The class of an order, its campaign and its touch's kind (CONTRACT.md §6 and §16,
+# orders/conversion.py), computed by the upsert itself. Parameters: the order's
+# `customer_id` (NULL: anonymous), the SHA-256 of the customer's normalized email and
+# phone, `match_email` and `match_phone` (NULL when it has none: NULL never equals
+# anything), the order's `ordered_at` and `window_start`, as far back as the longest
+# window reaches. Each touch's own window ends at its `counts_until`.
+_LATEST_FIRST = "ORDER BY {0}touched_at DESC, {0}campaign_id DESC, {0}kind"  # click < view
+
+
 def _touch_by(column: str, value: str) -> str:
-    """The latest touch in the window naming the customer by one identifier: a backward
-    walk of that identifier's index (ix_touches_email_sha256, ix_touches_phone_sha256)."""
+    """The latest touch whose window holds the order, naming the customer by one identifier:
+    a backward walk of that identifier's index (ix_touches_email_sha256,
+    ix_touches_phone_sha256) from the order's time."""
     return (
-        "SELECT touches.touched_at, touches.campaign_id FROM touches"
+        "SELECT touches.touched_at, touches.campaign_id, touches.kind FROM touches"
         f" WHERE touches.{column} = {value} AND touches.profile_id = :profile_id AND touches.touched_at >= :window_start"
-        " AND touches.touched_at <= :ordered_at"
-        " ORDER BY touches.touched_at DESC, touches.campaign_id DESC LIMIT 1"
+        " AND touches.touched_at <= :ordered_at AND touches.counts_until >= :ordered_at"
+        f" {_LATEST_FIRST.format('touches.')} LIMIT 1"
     )
 
 
 # By email, by phone, the later of the two. Written as one condition (email OR phone), the
 # planner scanned every touch of a small table twice an order (seen on bench/orders.py's
 # 267 touches: a sequential scan per order in the worker's profile).
-_LATEST_TOUCH = (
-    f"SELECT latest.campaign_id FROM (SELECT * FROM ({_touch_by('email_sha256', ':match_email')})"
-    f" AS by_email UNION ALL SELECT * FROM ({_touch_by('phone_sha256', ':match_phone')})"
-    " AS by_phone) AS latest ORDER BY latest.touched_at DESC, latest.campaign_id DESC LIMIT 1"
-)
+def _latest_touch(columns: str) -> str:
+    return (
+        f"SELECT {columns} FROM (SELECT * FROM ({_touch_by('email_sha256', ':match_email')})"
+        f" AS by_email UNION ALL SELECT * FROM ({_touch_by('phone_sha256', ':match_phone')})"
+        f" AS by_phone) AS latest {_LATEST_FIRST.format('latest.')} LIMIT 1"
+    )
+
+
 _NO_CUSTOMER = "CAST(:customer_id AS BIGINT) IS NULL"
 _EARLIER_ORDER = (
     "EXISTS (SELECT 1 FROM orders AS earlier WHERE earlier.customer_id = :customer_id"
@@ -84,18 +92,21 @@ _EARLIER_ORDER = (
 )
 
 
-def _class_and_campaign(latest_touch: str) -> str:
-    """The conversion class and campaign columns, given the SQL of the latest touch's
-    campaign (NULL: none). The rule's CASE is generated from conversion.RULES; only each
-    fact's SQL is written here."""
+def _class_and_campaign(campaign: str, kind: str) -> str:
+    """The conversion class, campaign and touch kind columns, given the SQL of the latest
+    touch's campaign and kind (NULL: none). The rule's CASE is generated from
+    conversion.RULES; only each fact's SQL is written here."""
     conversion = conversion_case(
         {
             NO_CUSTOMER: _NO_CUSTOMER,
-            NO_TOUCH: f"{latest_touch} IS NULL",
+            NO_TOUCH: f"{campaign} IS NULL",
             EARLIER_ORDER: _EARLIER_ORDER,
         }
     )
-    return f"{conversion}, CASE WHEN {_NO_CUSTOMER} THEN NULL ELSE {latest_touch} END"
+    return (
+        f"{conversion}, CASE WHEN {_NO_CUSTOMER} THEN NULL ELSE {campaign} END,"
+        f" CASE WHEN {_NO_CUSTOMER} THEN NULL ELSE {kind} END"
+    )
 
 
 # Whether the customer has an order newer than this one: that order's class may have been
@@ -135,9 +146,8 @@ LEFT_CUSTOMER_SQLITE = Statement(
 )
 
 
-_SET = ", ".join(
-    f"{name} = excluded.{name}" for name in (*UPDATED_COLUMNS, "conversion", "campaign_id")
-)
+_CLASS_COLUMNS = ("conversion", "campaign_id", "touch_kind")
+_SET = ", ".join(f"{name} = excluded.{name}" for name in (*UPDATED_COLUMNS, *_CLASS_COLUMNS))
 
 
 def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
@@ -156,22 +166,26 @@ def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
     the JSON parameter sets (db/sets.py); RETURNING then names each row's key. Its
     orders must have distinct keys and customers (orders/upsert.py's rounds): every
     order's class is computed as of the statement's start. Its latest touch is read once
-    (a LATERAL join), not once for the class and again for the campaign.
+    (a LATERAL join), not once for the class, again for the campaign and for the kind.
     """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
     if from_rows:
-        selected = f"{values}, {_class_and_campaign('touch.campaign_id')}"
+        selected = f"{values}, {_class_and_campaign('touch.campaign_id', 'touch.kind')}"
+        latest = sets.from_rows(_latest_touch("latest.campaign_id, latest.kind"))
         source = (
             f" SELECT {sets.from_rows(selected)} FROM {ORDER_ROWS.source}"
-            f" LEFT JOIN LATERAL ({sets.from_rows(_LATEST_TOUCH)}) AS touch ON true"
+            f" LEFT JOIN LATERAL ({latest}) AS touch ON true"
         )
         returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER}, store_id, partner_id, order_id"
     else:
-        source = f" VALUES ({values}, {_class_and_campaign(f'({_LATEST_TOUCH})')})"
+        campaign, kind = (
+            f"({_latest_touch(f'latest.{column}')})" for column in ("campaign_id", "kind")
+        )
+        source = f" VALUES ({values}, {_class_and_campaign(campaign, kind)})"
         returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER if postgres else 'NULL'}"
     return Statement(
-        f"INSERT INTO orders ({columns}, conversion, campaign_id){source}"
+        f"INSERT INTO orders ({columns}, {', '.join(_CLASS_COLUMNS)}){source}"
         # The key includes profile_id, the distribution column (migration 0025).
         f" ON CONFLICT (store_id, partner_id, order_id, profile_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"

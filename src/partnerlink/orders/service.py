@@ -164,12 +164,12 @@ def store_orders(
     customers = resolve_customers(sql, [_customer_of(one) for one in admitted], rekeyed)
 
     columns = [
-        _columns(sql, one.order, caller=one.caller, customer=customer, settings=settings)
+        _columns(sql, one.order, caller=one.caller, customer=customer)
         for one, customer in zip(admitted, customers, strict=True)
     ]
     rows = upsert_orders(sql, columns)
     order_pks: list[int | None] = [None if row is None else row[0] for row in rows]
-    _reclassify_late(sql, columns, rows, rekeyed, settings=settings)
+    _reclassify_late(sql, columns, rows, rekeyed)
 
     due: dict[int, DueReceipt] = {}  # by position in `admitted`
     for position, (one, values, order_pk) in enumerate(
@@ -204,8 +204,6 @@ def _reclassify_late(
     columns: list[dict[str, Any]],
     rows: list[Any],
     rekeyed: set[int],
-    *,
-    settings: Settings,
 ) -> None:
     """Classifies again the orders of customers whose earlier classes were computed without
     data that came now (CONTRACT.md §6). Only then: an order in time order, from a customer
@@ -240,12 +238,7 @@ def _reclassify_late(
     for profile_id, customer_ids in earlier.items():
         mark_returning(sql, profile_id=profile_id, customer_ids=customer_ids)
     for profile_id, customer_ids in whole.items():
-        reclassify_customers(
-            sql,
-            profile_id=profile_id,
-            customer_ids=customer_ids,
-            window_days=settings.attribution_window_days,
-        )
+        reclassify_customers(sql, profile_id=profile_id, customer_ids=customer_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +279,6 @@ def _columns(
     *,
     caller: ConnectedStore,
     customer: CustomerRecord | None,
-    settings: Settings,
 ) -> dict[str, Any]:
     """The upsert's parameters: the order's columns in the form the driver stores (see
     db/raw.py), and for a known customer what its conversion class is computed from."""
@@ -321,9 +313,7 @@ def _columns(
         ordered_at = order.created_at.astimezone(UTC)
         columns["match_email"] = identifier_hash(customer.email)
         columns["match_phone"] = identifier_hash(customer.phone_number)
-        columns["window_start"] = sql.time(
-            window_start(ordered_at, settings.attribution_window_days)
-        )
+        columns["window_start"] = sql.time(window_start(ordered_at))
     return columns
 
 

@@ -3,44 +3,106 @@
 An order's conversion class reads the touches inside the order's own upsert
 (`queries.UPSERT_ORDER`), and `conversion.reclassify_customers` reads them again when
 late data arrives; measurement, which imports orders, writes the touches a merchant
-imports with `record_touches`, and audiences erases a person's with `erase_touches`.
+imports with `record_touches`, moves a campaign's windows with `set_window`, and
+audiences erases a person's with `erase_touches`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, or_
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from partnerlink.db import sets
+from partnerlink.db.raw import Sql, Statement, as_sql
 from partnerlink.orders.models import Touch
 
-# Rows per INSERT: 6 columns each stays far below SQLite's and PostgreSQL's parameter limits.
-ROWS_PER_INSERT = 1000
+_LATEST = datetime.max.replace(tzinfo=UTC)
+_TOUCH_ROWS = sets.RowSet(
+    {
+        "profile_id": "text",
+        "campaign_id": "text",
+        "email_sha256": "text",
+        "phone_sha256": "text",
+        "touched_at": "timestamptz",
+        "imported_at": "timestamptz",
+        "kind": "text",
+        "counts_until": "timestamptz",
+    }
+)
+_COLUMNS = ", ".join(_TOUCH_ROWS.types)
+# A touch equal to a stored one, or to an earlier one of the same rows (same profile,
+# campaign, identifier hashes and time: the unique index `uq_touches_content`), is skipped
+# by `ON CONFLICT DO NOTHING`, which also settles two imports racing with the same touch.
+# PostgreSQL: every row in one statement, read from one JSON parameter (db/sets.py).
+_INSERT_ROWS = Statement(
+    f"INSERT INTO touches ({_COLUMNS}) SELECT {sets.from_rows(', '.join(f':{c}' for c in _TOUCH_ROWS.types))}"
+    f" FROM {_TOUCH_ROWS.source} ON CONFLICT DO NOTHING RETURNING id"
+)
+_INSERT_ONE = Statement(
+    f"INSERT INTO touches ({_COLUMNS}) VALUES ({', '.join(f':{c}' for c in _TOUCH_ROWS.types)})"
+    " ON CONFLICT DO NOTHING"
+)
+_TIMES = ("touched_at", "imported_at", "counts_until")
 
 
-def record_touches(session: Session, rows: Sequence[dict[str, Any]]) -> int:
+def record_touches(db: Session | Sql, rows: Sequence[dict[str, Any]]) -> int:
     """Inserts touches: dicts of Touch's columns (profile_id, campaign_id, email_sha256,
-    phone_sha256, touched_at, imported_at); how many were new.
+    phone_sha256, touched_at, imported_at, kind, counts_until); how many were new."""
+    sql = as_sql(db)
+    stored = [{**row, **{name: sql.time(row[name]) for name in _TIMES}} for row in rows]
+    if not stored:
+        return 0
+    if sql.postgres:
+        return len(sql.all_rows(_INSERT_ROWS, _TOUCH_ROWS.parameter(stored)))
+    return sum(sql.run(_INSERT_ONE, row) for row in stored)
 
-    A touch equal to a stored one, or to an earlier one of `rows` (same profile, campaign,
-    identifier hashes and time: the unique index `uq_touches_content`), is skipped by
-    `ON CONFLICT DO NOTHING`, which also settles two imports racing with the same touch.
-    """
-    insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    new = 0
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        statement = (
-            insert(Touch)
-            .values(list(rows[start : start + ROWS_PER_INSERT]))
-            .on_conflict_do_nothing()
-            .returning(Touch.id)
-        )
-        new += len(session.execute(statement).all())
-    return new
+
+# The end of a touch's window moved to `:days` after it (orders/conversion.counts_until in
+# SQL), at most the latest time a datetime holds. SQLite keeps times as text and its date
+# functions round fractions of a second: whole seconds are moved, the fraction kept.
+_MOVED_END = {
+    True: "LEAST(touched_at + make_interval(days => CAST(:days AS integer)), :latest)",
+    False: "COALESCE(datetime(substr(touched_at, 1, 19), '+' || :days || ' days')"
+    " || substr(touched_at, 20), :latest)",
+}
+_SET_WINDOW = {
+    postgres: Statement(
+        f"UPDATE touches SET counts_until = {end} WHERE profile_id = :profile_id"
+        " AND campaign_id = :campaign_id AND kind = :kind"
+    )
+    for postgres, end in _MOVED_END.items()
+}
+_HASHES_OF_CAMPAIGN = Statement(
+    "SELECT DISTINCT email_sha256, phone_sha256 FROM touches"
+    " WHERE profile_id = :profile_id AND campaign_id = :campaign_id"
+)
+
+
+def set_window(
+    db: Session | Sql, *, profile_id: str, campaign_id: str, kind: str, days: int
+) -> int:
+    """A campaign's touches of one kind now count for `days` days; how many there are."""
+    sql = as_sql(db)
+    params = {
+        "profile_id": profile_id,
+        "campaign_id": campaign_id,
+        "kind": kind,
+        "days": days,
+        "latest": sql.time(_LATEST),
+    }
+    return sql.run(_SET_WINDOW[sql.postgres], params)
+
+
+def campaign_hashes(db: Session | Sql, *, profile_id: str, campaign_id: str) -> set[str]:
+    """The identifier hashes a campaign's touches carry."""
+    rows = as_sql(db).all_rows(
+        _HASHES_OF_CAMPAIGN, {"profile_id": profile_id, "campaign_id": campaign_id}
+    )
+    return {key for pair in rows for key in pair if key is not None}
 
 
 def erase_touches(session: Session, *, profile_id: str, hashes: Collection[str]) -> None:
