@@ -21,15 +21,15 @@ from sqlalchemy.orm import Session
 from partnerlink.cli.common import JsonOption, console, load_settings, print_json, unit_of_work
 from partnerlink.cli.help_text import Commands
 from partnerlink.kit.digests import hmac_sha256
-from partnerlink.merchant.accounts import create_merchant
-from partnerlink.merchant.manual_stores import create_manual_store
+from partnerlink.merchant.accounts import create_merchant, set_password
+from partnerlink.merchant.manual_stores import create_manual_store, set_green_invoices
 from partnerlink.merchant.models import Merchant, Profile
 from partnerlink.merchant.profiles import create_profile
 from partnerlink.pairing.service import reserve_pairing_code
 from partnerlink.partners.models import Partner
-from partnerlink.partners.service import register_partner
-from partnerlink.security.passwords import hash_password, verify_password
-from partnerlink.security.secrets import CLIENT_SECRET_PREFIX, digest, matches, sign
+from partnerlink.partners.service import register_partner, set_client_secret
+from partnerlink.security.passwords import verify_password
+from partnerlink.security.secrets import CLIENT_SECRET_PREFIX, matches, sign
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 
@@ -112,7 +112,7 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
         settings.signing_key, "client secret", partner.client_id
     )
     if not matches(client_secret, partner.client_secret_hash):
-        partner.client_secret_hash = digest(client_secret)
+        set_client_secret(session, partner=partner, client_secret=client_secret)
         if not made:
             renewed.append("clientSecret")
 
@@ -122,7 +122,7 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
     if merchant is None:
         merchant = create_merchant(session, email=DEMO_EMAIL, password=password, name="Demo")
     elif not verify_password(password, merchant.password_hash):
-        merchant.password_hash = hash_password(password)
+        set_password(session, merchant=merchant, password=password)
         renewed.append("password")
 
     profile = session.scalar(
@@ -147,7 +147,7 @@ def prepare_demo(session: Session, *, settings: Settings) -> DemoSetup:
     )
     # E-receipts on, so that an order the walkthrough sends through the paired store texts
     # its customer (`partnerlink sms list` shows it), as the consent flow's approval does.
-    store.green_invoices = True
+    set_green_invoices(session, merchant_id=merchant.id, store_id=store.id, enabled=True)
 
     code, expires_at = _reserve_code(session, settings=settings, merchant=merchant, store=store)
     session.flush()

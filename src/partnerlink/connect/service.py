@@ -37,8 +37,11 @@ from partnerlink.problems import InvalidCredentials, NotFound, ValidationFailed
 from partnerlink.security.secrets import INTEGRATION_TOKEN_PREFIX, digest, mint
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import (
+    create_store,
+    follow_partner,
     is_sandbox_partner_on_real_store,
     open_connection_with_access_token,
+    set_green_invoices,
 )
 from partnerlink.tokens.service import (
     find_refreshable_connection,
@@ -293,18 +296,16 @@ def _store_for_profile(session: Session, *, profile: Profile, partner: Partner) 
     sibling = session.scalar(
         select(Store).where(Store.profile_id == profile.id).order_by(Store.created_at).limit(1)
     )
-    store = Store(
+    return create_store(
+        session,
         profile_id=profile.id,
         name=f"{profile.name} – {partner.name}"[:300],
-        address="",
         country_code=sibling.country_code if sibling else None,
         currency=sibling.currency if sibling else None,
         manual=False,
         # Made as a test store: its texts are never sent and its data stays out of results.
         is_test=bool(partner.sandbox),
     )
-    session.add(store)
-    return store
 
 
 def approve_consent(
@@ -371,10 +372,9 @@ def approve_consent(
     if profile is not None:
         store = _store_for_profile(session, profile=profile, partner=partner)
     assert store is not None  # exactly one of profile and store was resolved above
-    store.pos_type = partner.pos_type
+    follow_partner(session, store_id=store.id, pos_type=partner.pos_type)
     if partner.ereceipt:
-        store.green_invoices = wants_receipts
-    session.flush()
+        set_green_invoices(session, store_id=store.id, enabled=wants_receipts)
     session.execute(
         update(IntegrationToken).where(IntegrationToken.id == token.id).values(store_id=store.id)
     )

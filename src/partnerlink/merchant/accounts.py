@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -41,6 +43,26 @@ def create_merchant(
     session.add(merchant)
     session.flush()
     return merchant
+
+
+def sandbox_merchant(session: Session, *, email: str, name: str) -> Merchant:
+    """The account a sandbox partner's test stores belong to, made on first use. Nobody
+    signs in to it: its password is random and never shown, and its address (under
+    `.invalid`) is kept as given, since it is meant to fail `normalize_account_email`."""
+    merchant = session.scalar(select(Merchant).where(Merchant.email == email))
+    if merchant is None:
+        merchant = Merchant(
+            email=email, password_hash=hash_password(secrets.token_urlsafe(32)), name=name
+        )
+        session.add(merchant)
+        session.flush()
+    return merchant
+
+
+def set_password(session: Session, *, merchant: Merchant, password: str) -> None:
+    """Replaces the merchant's password (kept as its argon2id hash)."""
+    merchant.password_hash = hash_password(password)
+    session.flush()
 
 
 def authenticate_merchant(session: Session, *, email: str, password: str) -> Merchant:

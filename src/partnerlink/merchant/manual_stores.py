@@ -7,9 +7,9 @@ from sqlalchemy.orm import Session
 
 from partnerlink.merchant.ownership import owned_profile, owned_store
 from partnerlink.problems import ValidationFailed
+from partnerlink.stores import service as stores
 from partnerlink.stores.models import Store
 from partnerlink.stores.schemas import StoreProfileIn
-from partnerlink.stores.service import default_currency_for
 from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import store_settings_updated
 
@@ -37,18 +37,15 @@ def create_manual_store(
         )
     except PydanticValidationError as error:
         raise _as_validation_failed(error) from error
-    store = Store(
+    return stores.create_store(
+        session,
         profile_id=profile_id,
         name=fields.storeName,
         address=fields.storeAddress,
         country_code=fields.storeCountryCode,
-        currency=fields.storeCurrency or default_currency_for(fields.storeCountryCode),
+        currency=fields.storeCurrency or stores.default_currency_for(fields.storeCountryCode),
         manual=True,
-        green_invoices=False,
     )
-    session.add(store)
-    session.flush()
-    return store
 
 
 _MERCHANT_FIELD_NAMES = {
@@ -91,6 +88,5 @@ def set_green_invoices(
             store_id=store.id,
             green_invoices=enabled,
         )
-    store.green_invoices = enabled
-    session.flush()
+    stores.set_green_invoices(session, store_id=store.id, enabled=enabled)
     return store

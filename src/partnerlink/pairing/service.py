@@ -25,6 +25,7 @@ from partnerlink.problems import DomainError, Gone, NotFound, ValidationFailed
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
 from partnerlink.stores.service import (
+    follow_partner,
     is_sandbox_partner_on_real_store,
     open_connection_with_access_token,
 )
@@ -123,8 +124,7 @@ def _reserve(
             reserved_at=now,
             expires_at=expires_at,
         ):
-            store.pos_type = partner.pos_type
-            session.flush()
+            follow_partner(session, store_id=store.id, pos_type=partner.pos_type)
             return ReservedCode(code=code, expires_at=expires_at, pos_type=partner.pos_type)
     raise NoCodeFree()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
@@ -183,9 +184,33 @@ def rotate_client_secret(session: Session, client_id: str) -> str:
     if partner is None:
         raise NotFound(f"no partner with client id {client_id}", code="unknown_client")
     secret = mint(CLIENT_SECRET_PREFIX, sandbox=partner.sandbox)
-    partner.client_secret_hash = digest(secret)
-    session.flush()
+    set_client_secret(session, partner=partner, client_secret=secret)
     return secret
+
+
+def set_client_secret(session: Session, *, partner: Partner, client_secret: str) -> None:
+    """Keeps the secret's digest; the one before stops working at once."""
+    partner.client_secret_hash = digest(client_secret)
+    session.flush()
+
+
+def set_webhook_url(session: Session, *, partner: Partner, url: str) -> None:
+    """Where the partner's webhook events go, as webhooks/registration.py checked it."""
+    partner.webhook_url = url
+    session.flush()
+
+
+def set_webhook_secret(
+    session: Session, *, partner: Partner, nonce: str, previous_until: datetime | None
+) -> None:
+    """The nonce the partner's webhook signing secret is derived from (webhooks/signing.py);
+    with `previous_until`, the nonce it replaces keeps signing beside it until then
+    (webhooks/registration.py holds the rotation's rules)."""
+    if previous_until is not None:
+        partner.webhook_previous_secret_nonce = partner.webhook_secret_nonce
+        partner.webhook_previous_secret_until = previous_until
+    partner.webhook_secret_nonce = nonce
+    session.flush()
 
 
 @dataclass(frozen=True, slots=True)

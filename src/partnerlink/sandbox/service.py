@@ -12,20 +12,20 @@ orders and the customers known only from them stay out of results and audiences.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from partnerlink.merchant.models import Merchant, Profile
+from partnerlink.merchant.accounts import sandbox_merchant
+from partnerlink.merchant.models import Profile
 from partnerlink.merchant.profiles import create_profile
 from partnerlink.pairing.service import ReservedCode, reserve_test_store_code
 from partnerlink.partners.models import Partner
 from partnerlink.problems import BadRequest, Forbidden
-from partnerlink.security.passwords import hash_password
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
+from partnerlink.stores.service import create_store
 from partnerlink.webhooks import events
 
 SANDBOX_EMAIL_DOMAIN = "sandbox.partnerlink.invalid"  # .invalid: never a real mailbox
@@ -49,16 +49,9 @@ def require_sandbox(partner: Partner) -> None:
 
 
 def _sandbox_profile(session: Session, partner: Partner) -> Profile:
-    email = f"{partner.id}@{SANDBOX_EMAIL_DOMAIN}"
-    merchant = session.scalar(select(Merchant).where(Merchant.email == email))
-    if merchant is None:  # made directly: the .invalid address is meant to fail validation
-        merchant = Merchant(
-            email=email,
-            password_hash=hash_password(secrets.token_urlsafe(32)),
-            name=f"{partner.name} sandbox",
-        )
-        session.add(merchant)
-        session.flush()
+    merchant = sandbox_merchant(
+        session, email=f"{partner.id}@{SANDBOX_EMAIL_DOMAIN}", name=f"{partner.name} sandbox"
+    )
     profile = session.scalar(select(Profile).where(Profile.merchant_id == merchant.id))
     if profile is None:
         profile = create_profile(session, merchant_id=merchant.id, name=f"{partner.name} sandbox")
@@ -74,7 +67,8 @@ def test_store_with_code(
     count = session.scalar(
         select(func.count()).select_from(Store).where(Store.profile_id == profile.id)
     )
-    store = Store(
+    store = create_store(
+        session,
         profile_id=profile.id,
         name=f"Test store {int(count or 0) + 1}",
         country_code="US",
@@ -83,8 +77,6 @@ def test_store_with_code(
         manual=True,
         is_test=True,
     )
-    session.add(store)
-    session.flush()
     reserved = reserve_test_store_code(session, settings=settings, store=store, partner=partner)
     return store, reserved
 

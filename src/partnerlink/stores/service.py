@@ -65,7 +65,7 @@ def open_connection(
         method=method,
         store_is_test=store_is_test,
     )
-    _set_pos_type(session, store_id=store_id, pos_type=pos_type)
+    follow_partner(session, store_id=store_id, pos_type=pos_type)
     return connection
 
 
@@ -88,8 +88,46 @@ def open_connection_with_access_token(
     return tokens.OpenedConnection(connection, access_token, expires_at)
 
 
-def _set_pos_type(session: Session, *, store_id: str, pos_type: str) -> None:
+def follow_partner(session: Session, *, store_id: str, pos_type: str) -> None:
+    """A store's POS follows the partner connected last: its `pos_type` becomes the
+    partner's when a connection opens (`open_connection`), and already when the merchant
+    binds the store to a partner (an approved consent, a reserved pairing code)."""
     session.execute(update(Store).where(Store.id == store_id).values(pos_type=pos_type))
+    session.flush()
+
+
+def create_store(
+    session: Session,
+    *,
+    profile_id: str,
+    name: str,
+    country_code: str | None,
+    currency: str | None,
+    manual: bool,
+    address: str = "",
+    green_invoices: bool = False,
+    is_test: bool = False,
+) -> Store:
+    """A new store under a profile: added by hand (`manual`), made by a consent, or a
+    sandbox partner's test store (`is_test`, never flipped either way)."""
+    store = Store(
+        profile_id=profile_id,
+        name=name,
+        address=address,
+        country_code=country_code,
+        currency=currency,
+        manual=manual,
+        green_invoices=green_invoices,
+        is_test=is_test,
+    )
+    session.add(store)
+    session.flush()
+    return store
+
+
+def set_green_invoices(session: Session, *, store_id: str, enabled: bool) -> None:
+    """Turns the store's e-receipt flag on or off (whoever tells partners of it calls this)."""
+    session.execute(update(Store).where(Store.id == store_id).values(green_invoices=enabled))
     session.flush()
 
 

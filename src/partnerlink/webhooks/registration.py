@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.partners import service as partners
 from partnerlink.partners.models import Partner
 from partnerlink.problems import NotFound
 from partnerlink.settings import Settings
@@ -40,14 +41,15 @@ def set_webhook_url(
 ) -> WebhookRegistration:
     """Registers where the partner's events go; the secret is kept, or made if it had none.
     Its pending events are due at once, at this URL (each attempt reads the URL anew)."""
-    partner.webhook_url = checked_webhook_url(url, allow_private=settings.webhook_allow_private)
+    checked = checked_webhook_url(url, allow_private=settings.webhook_allow_private)
+    partners.set_webhook_url(session, partner=partner, url=checked)
     pending_due_now(session, partner.id)
     secret = None
     if not partner.webhook_secret_nonce:
-        partner.webhook_secret_nonce = new_nonce()
-        secret = webhook_secret(settings.signing_key, partner.webhook_secret_nonce)
-    session.flush()
-    return WebhookRegistration(partner.webhook_url, secret)
+        nonce = new_nonce()
+        partners.set_webhook_secret(session, partner=partner, nonce=nonce, previous_until=None)
+        secret = webhook_secret(settings.signing_key, nonce)
+    return WebhookRegistration(checked, secret)
 
 
 def rotate_webhook_secret(session: Session, settings: Settings, *, partner: Partner) -> str:
@@ -55,9 +57,7 @@ def rotate_webhook_secret(session: Session, settings: Settings, *, partner: Part
     replaces for ROTATION_OVERLAP (two signatures in each header), so that the partner's
     receivers can change over without refusing an event. Rotating again within that time
     ends the overlap of the secret before: only the one just replaced keeps signing."""
-    if partner.webhook_secret_nonce:
-        partner.webhook_previous_secret_nonce = partner.webhook_secret_nonce
-        partner.webhook_previous_secret_until = utcnow() + ROTATION_OVERLAP
-    partner.webhook_secret_nonce = new_nonce()
-    session.flush()
-    return webhook_secret(settings.signing_key, partner.webhook_secret_nonce)
+    nonce = new_nonce()
+    overlap_until = utcnow() + ROTATION_OVERLAP if partner.webhook_secret_nonce else None
+    partners.set_webhook_secret(session, partner=partner, nonce=nonce, previous_until=overlap_until)
+    return webhook_secret(settings.signing_key, nonce)
