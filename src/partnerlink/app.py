@@ -6,7 +6,6 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from partnerlink.middleware import BodySizeLimit, Metrics, SecurityHeaders
 from partnerlink.orders import api as orders_api
 from partnerlink.orders import merchant_api as orders_merchant_api
 from partnerlink.orders import web as orders_web
-from partnerlink.orders.intake.barrier import settle_journal
+from partnerlink.orders.deps import SETTLED_ORDERS
 from partnerlink.orders.intake.fast_lane import OrdersFastLane
 from partnerlink.orders.intake.wiring import build_order_pipeline
 from partnerlink.pairing import api as pairing_api
@@ -128,7 +127,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Orders reach the database through one pipeline, whichever way they come in
     # (the route or the fast lane): orders/intake/wiring.py.
     app.state.orders_pipeline = build_order_pipeline(engine, settings)
-    app.state.settle_orders = partial(settle_journal, settings=settings)
 
     _include_routers(app)
     _install_error_handlers(app)
@@ -155,19 +153,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _include_routers(app: FastAPI) -> None:
+    # Routes that read what an applied order writes (orders, customers, receipts, a store's
+    # profile) first apply the orders acknowledged into the journal before the request
+    # (orders/deps.py); the others do without: the connection and token flows, upload URLs,
+    # the sandbox, webhook deliveries, Twilio's delivery statuses, health and metrics.
+    settled = [SETTLED_ORDERS]
     # The hottest route is matched first (a request tries the routers in order; measured:
     # ~25 us a request); the API reference keeps SPEC.md's order by its tags (create_app).
+    # GET /v1/orders declares the barrier itself: the POST beside it takes none.
     app.include_router(orders_api.router, prefix="/v1")
-    for router in (
-        connect_api.router,
-        platform_api.router,
-        oauth_api.router,
-        pairing_api.router,
-        stores_api.router,
-        customers_api.router,
-        sandbox_api.router,
-        webhooks_api.router,
-    ):
+    for router in (connect_api.router, platform_api.router, oauth_api.router, pairing_api.router):
+        app.include_router(router, prefix="/v1")
+    # A store's profile is also written by the store snapshot an order carries.
+    app.include_router(stores_api.router, prefix="/v1", dependencies=settled)
+    # Upload URLs and statuses; the sandbox's test stores and events; webhook deliveries.
+    for router in (customers_api.router, sandbox_api.router, webhooks_api.router):
         app.include_router(router, prefix="/v1")
     # The webhook events: in the partner API's document (its `webhooks`), never served.
     app.webhooks.include_router(webhooks_reference.router)
@@ -182,15 +182,16 @@ def _include_routers(app: FastAPI) -> None:
         destinations_merchant_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
-        app.include_router(router, prefix="/merchant/api")
-    app.include_router(connect_web.router, include_in_schema=False)
-    app.include_router(oauth_web.router, include_in_schema=False)
+        app.include_router(router, prefix="/merchant/api", dependencies=settled)
+    # The consent pages list the merchant's stores; the receipt page shows an order.
+    for router in (connect_web.router, oauth_web.router, orders_web.router):
+        app.include_router(router, include_in_schema=False, dependencies=settled)
     # RFC 8414's fixed address: an exception to the 403 outside /v1 (CONTRACT §13).
     app.include_router(oauth_api.metadata_router)
-    app.include_router(orders_web.router, include_in_schema=False)
-    # Twilio's callbacks (delivery status, STOP/START replies), signed by Twilio.
+    # Twilio's callbacks, signed by Twilio: a delivery status (of a receipt sent, so of an
+    # order applied), and STOP/START, which opts out the customers an order may have made.
     app.include_router(twilio_callbacks.router)
-    app.include_router(sms_replies.router)
+    app.include_router(sms_replies.router, dependencies=settled)
     app.include_router(ops.router)
     # The console's pages, with those of measurement and audiences, as one application of
     # its own at /merchant, with its own HTML error pages (console/app.py).
@@ -200,6 +201,7 @@ def _include_routers(app: FastAPI) -> None:
         measurement_web.router,
         audiences_web.router,
         destinations_web.router,
+        dependencies=settled,
     )
     app.router.routes.append(console_mount(console))
 

@@ -63,9 +63,6 @@ def get_session(
     error rolls everything back: a refused request stores nothing.
     """
     with committed_session(request.app.state.sessionmaker) as session:
-        # Orders acknowledged under load and not yet applied are applied first, so that
-        # what this request reads includes them (orders/intake/barrier.py: settle_journal).
-        request.app.state.settle_orders(session)
         yield session
 
 

@@ -14,8 +14,9 @@ The merchant JSON API (`/merchant/api`) is not part of it: those routes, their
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response, params
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -30,12 +31,15 @@ log = logging.getLogger("partnerlink.console")
 MERCHANT_API_PREFIX = f"{HOME_PATH}/api"
 
 
-def create_console_app(state: State, *routers: APIRouter) -> FastAPI:
-    """The console application, with `routers` (paths relative to `/merchant`)."""
+def create_console_app(
+    state: State, *routers: APIRouter, dependencies: Sequence[params.Depends] = ()
+) -> FastAPI:
+    """The console application, with `routers` (paths relative to `/merchant`), each of
+    their routes depending on `dependencies` first."""
     console = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     console.state = state  # one set of settings, engine and sessions with the main app
     for router in routers:
-        console.include_router(router)
+        console.include_router(router, dependencies=dependencies)
     _install_error_pages(console)
     return console
 

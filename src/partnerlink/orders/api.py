@@ -13,6 +13,8 @@ from partnerlink.deps import SessionDep
 from partnerlink.idempotency.deps import KeyedRequestDep
 from partnerlink.idempotency.service import IdempotencyKeyReused, KeyedRequest
 from partnerlink.orders.batch import apply_batch, apply_batch_once
+from partnerlink.orders.deps import SETTLED_ORDERS
+from partnerlink.orders.intake.barrier import settle_journal
 from partnerlink.orders.intake.wiring import order_pipeline
 from partnerlink.orders.schemas import (
     ACCEPTED,
@@ -169,7 +171,8 @@ def _apply_once(app: FastAPI, token: str, orders: list[Any], keyed: KeyedRequest
     commit helper of deps.get_session): this route takes no SessionDep, since the shared
     pipeline of unkeyed batches needs SQLite's one connection while the route waits."""
     with committed_session(app.state.sessionmaker) as session:
-        app.state.settle_orders(session)  # applied in arrival order after journaled ones
+        # Applied in arrival order: after the orders journaled before it (the read barrier).
+        settle_journal(session, app.state.settings)
         return apply_batch_once(
             session, app.state.settings, token=token, orders=orders, keyed=keyed
         )
@@ -192,6 +195,7 @@ def _authenticate(app: FastAPI, token: str) -> None:
 @router.get(
     "/orders",
     summary="10. Read an order (backs the receipt page)",
+    dependencies=[SETTLED_ORDERS],  # an order acknowledged before this read is found
     responses={
         200: {"description": "The order, in the field names of its request."},
         **problem_responses(

@@ -1,5 +1,8 @@
 """The orders' read barrier: what a reader runs first, so that it sees every order
-acknowledged into the journal (orders/intake/journal.py) before it began."""
+acknowledged into the journal (orders/intake/journal.py) before it began.
+
+Routes run it through orders/deps.py's SETTLED_ORDERS, declared where they read what an
+order writes; the command line through cli.common.unit_of_work."""
 
 from __future__ import annotations
 

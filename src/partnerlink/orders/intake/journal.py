@@ -11,10 +11,11 @@ order, in batches of up to APPLY_BATCH, by:
 
 - the worker (`apply_journaled_orders`, a worker task; the server's own by default),
   once a batch waits or the oldest has waited GATHER_SECONDS;
-- any request that reads (`orders/intake/barrier.settle_journal`, called by deps.get_session before the
-  request's work, and by the command line): it first applies every order journaled
-  before it began, so GET /v1/orders, the receipt page, results, audiences and the
-  merchant API see every acknowledged order, as they do when orders are stored at once.
+- any request that reads what an order writes (the read barrier, barrier.settle_journal:
+  a dependency of those routes, orders/deps.py, and the command line's unit of work):
+  it first applies every order journaled before it began, so GET /v1/orders, the
+  receipt page, results, audiences and the merchant API see every acknowledged order,
+  as they do when orders are stored at once.
 
 What an acknowledged order promises holds either way: it is durable (the journal row
 commits before the answer), it is applied once (the row is claimed, deleted, in the
