@@ -72,6 +72,9 @@ def test_list_and_sync_one_destination(
         # A URL the HTTP client cannot even build: an unexpected error of ours.
         ("http://[::1", "failed (InvalidURL): The sync failed in PartnerLink", "sync_failed"),
     ],
+    # The port is drawn at collection, so the ids must not name it: every xdist worker
+    # collects on its own and must see the same test ids.
+    ids=["platform_away", "url_unbuildable"],
 )
 def test_a_failed_sync_is_one_line_and_exit_1(
     client: TestClient,
