@@ -16,16 +16,16 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.audiences.stored_sizes import refresh_stored_sizes
+from partnerlink.audiences.tasks import refresh_stored_sizes
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
-from partnerlink.orders.intake.journal import apply_when_gathered
+from partnerlink.orders.tasks import apply_when_gathered
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
-from partnerlink.webhooks.delivery import deliver_due_webhooks
+from partnerlink.webhooks.tasks import deliver_due_webhooks
 
 log = logging.getLogger("partnerlink.worker")
 
@@ -128,7 +128,7 @@ class BackgroundWorker:
 
         Each task keeps its own pace: one with a backlog runs again at once, one that
         found little waits the poll interval, or less if it asks (the journal, while orders
-        gather: orders/intake/journal.apply_when_gathered). Under a stream of orders
+        gather: orders/tasks.apply_when_gathered). Under a stream of orders
         the journal and the receipts have a backlog round after round while the other
         tasks have none; running every task each round had made their polls (webhooks,
         uploads, ad platforms, ...) a third of the worker's CPU an order

@@ -17,12 +17,8 @@ from sqlalchemy.orm import Session
 from partnerlink import jobs
 from partnerlink.audiences import stored_sizes
 from partnerlink.audiences.models import StoredSizes
-from partnerlink.audiences.stored_sizes import (
-    forget,
-    refresh_stored_sizes,
-    table,
-    wait_for_refreshes,
-)
+from partnerlink.audiences.stored_sizes import forget, table
+from partnerlink.audiences.tasks import refresh_stored_sizes, wait_for_refreshes
 from partnerlink.db.base import utcnow
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer, add_order

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from partnerlink.customers.models import Customer
 from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.service import change_windows, create_campaign, import_touch_lines
-from partnerlink.orders.intake.journal import apply_journaled_orders
 from partnerlink.orders.models import Order, Touch
+from partnerlink.orders.tasks import apply_journaled_orders
 from partnerlink.settings import Settings
 from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture

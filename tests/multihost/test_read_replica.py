@@ -30,12 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.audiences import one_pass, stored_sizes
 from partnerlink.audiences.models import StoredSizes
 from partnerlink.audiences.service import audience_scope
-from partnerlink.audiences.stored_sizes import (
-    forget,
-    listed,
-    refresh_stored_sizes,
-    wait_for_refreshes,
-)
+from partnerlink.audiences.stored_sizes import forget, listed
+from partnerlink.audiences.tasks import refresh_stored_sizes, wait_for_refreshes
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker

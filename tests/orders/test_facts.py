@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
 from partnerlink.orders.facts import OrderFacts, facts_of, from_journal, journal_text
-from partnerlink.orders.intake.journal import JOURNALED, OrderIntake, apply_journaled_orders
+from partnerlink.orders.intake.journal import JOURNALED, OrderIntake
 from partnerlink.orders.queries import UPDATED_COLUMNS
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder
+from partnerlink.orders.tasks import apply_journaled_orders
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import order_body, orders, run_posts
 

@@ -18,17 +18,11 @@ from partnerlink.app import create_app
 from partnerlink.cli.common import unit_of_work
 from partnerlink.db.base import utcnow
 from partnerlink.orders.facts import facts_of, from_journal
-from partnerlink.orders.intake.journal import (
-    APPLY_BATCH,
-    BUSY_SECONDS,
-    JOURNALED,
-    OrderIntake,
-    apply_journaled_orders,
-    apply_when_gathered,
-)
+from partnerlink.orders.intake.journal import APPLY_BATCH, BUSY_SECONDS, JOURNALED, OrderIntake
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, StoredOrder
+from partnerlink.orders.tasks import apply_journaled_orders, apply_when_gathered
 from partnerlink.settings import Settings
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import order_body, orders, post, receipts, run_posts, with_status

@@ -14,10 +14,11 @@ from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.orders.facts import facts_of, from_journal, journal_text
-from partnerlink.orders.intake.journal import JOURNALED, OrderIntake, apply_journaled_orders
+from partnerlink.orders.intake.journal import JOURNALED, OrderIntake
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, Outcome
+from partnerlink.orders.tasks import apply_journaled_orders
 from partnerlink.problems import InvalidToken, Unavailable
 from tests.conftest import ON_POSTGRES
 from tests.factories import ConnectedStoreFixture, create_connected_store

@@ -16,10 +16,11 @@ from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
 from partnerlink.orders.conversion import identifier_hash
-from partnerlink.orders.intake.journal import OrderIntake, apply_journaled_orders, journal_orders
+from partnerlink.orders.intake.journal import OrderIntake, journal_orders
 from partnerlink.orders.models import Order, Touch
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.service import OrderPost, accept_orders
+from partnerlink.orders.tasks import apply_journaled_orders
 from partnerlink.orders.upsert import rounds
 from partnerlink.receipts.models import Receipt
 from tests.factories import ConnectedStoreFixture, create_connected_store

@@ -22,6 +22,7 @@ from partnerlink.audiences.models import OptOut
 from partnerlink.customers.models import Customer
 from partnerlink.db.base import Base
 from partnerlink.receipts.queries import list_messages
+from partnerlink.receipts.schemas import messages_json
 from partnerlink.receipts.service import reply_keyword
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.receipts.twilio_callbacks import signature_is_valid
@@ -131,7 +132,7 @@ def test_messages_carry_the_status_callback_whose_final_status_the_receipt_takes
     for late in ("sent", "queued", "undelivered", "delivered"):
         status_callback(client, twilio_settings, sid, late)
         assert receipts(session)[0].status == "delivered"
-    assert list_messages(session, limit=5)[0]["status"] == "delivered"
+    assert messages_json(list_messages(session, limit=5))[0]["status"] == "delivered"
 
 
 @pytest.mark.parametrize("final", ["undelivered", "failed"])
@@ -234,7 +235,9 @@ def test_stop_suppresses_receipts_and_opts_out_until_start(
     send_due_receipts(app.state.sessionmaker, twilio_settings)
     assert [r.status for r in receipts(session)] == ["suppressed", "suppressed"]
     assert fake_twilio.requests == []  # nothing ever reached the provider
-    assert [m["status"] for m in list_messages(session, limit=5)] == ["suppressed"] * 2
+    assert [m["status"] for m in messages_json(list_messages(session, limit=5))] == [
+        "suppressed"
+    ] * 2
     session.rollback()
 
     assert reply(client, twilio_settings, "START").status_code == 200

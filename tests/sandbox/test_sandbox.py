@@ -22,8 +22,8 @@ from partnerlink.receipts.models import Receipt
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings
 from partnerlink.stores.models import Store
-from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.registration import set_webhook_url
+from partnerlink.webhooks.tasks import deliver_due_webhooks, wait_for_deliveries
 from tests.factories import create_connected_store
 from tests.merchant.helpers import sign_in
 from tests.orders.builders import order_body

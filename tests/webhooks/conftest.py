@@ -12,9 +12,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from partnerlink.settings import Settings
-from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.models import WebhookEvent
 from partnerlink.webhooks.registration import set_webhook_url
+from partnerlink.webhooks.tasks import deliver_due_webhooks, wait_for_deliveries
 from tests.factories import ConnectedStoreFixture, create_connected_store
 from tests.webhooks.receiver import Receiver, start_receiver
 

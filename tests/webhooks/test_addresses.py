@@ -18,7 +18,7 @@ import pytest
 
 from partnerlink.problems import ValidationFailed
 from partnerlink.webhooks.addresses import NonPublicAddress, checked_webhook_url, public_addresses
-from partnerlink.webhooks.delivery import DELIVERY_ERRORS, post_event
+from partnerlink.webhooks.tasks import DELIVERY_ERRORS, post_event
 from tests.webhooks.receiver import Receiver, start_receiver
 
 PUBLIC = "93.184.215.14"  # a global unicast address; whatever answers there, not our receiver

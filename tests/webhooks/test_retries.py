@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session
 from partnerlink.db.base import utcnow
 from partnerlink.partners.models import Partner
 from partnerlink.settings import Settings
-from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.events import STORE_SETTINGS_UPDATED, record_event
 from partnerlink.webhooks.models import WebhookEvent
 from partnerlink.webhooks.registration import set_webhook_url
 from partnerlink.webhooks.schedule import retry_event
+from partnerlink.webhooks.tasks import deliver_due_webhooks, wait_for_deliveries
 from tests.factories import ConnectedStoreFixture
 from tests.webhooks.conftest import deliver, events, until
 from tests.webhooks.receiver import Receiver, start_receiver

@@ -16,14 +16,14 @@ from sqlalchemy.orm import Session
 
 from partnerlink.settings import Settings
 from partnerlink.webhooks.addresses import AttemptStream
-from partnerlink.webhooks.delivery import (
+from partnerlink.webhooks.events import STORE_SETTINGS_UPDATED, record_event
+from partnerlink.webhooks.registration import set_webhook_url
+from partnerlink.webhooks.tasks import (
     PER_PARTNER_DELIVERIES,
     POOL_THREADS,
     deliver_due_webhooks,
     wait_for_deliveries,
 )
-from partnerlink.webhooks.events import STORE_SETTINGS_UPDATED, record_event
-from partnerlink.webhooks.registration import set_webhook_url
 from tests.factories import create_partner
 from tests.webhooks.conftest import events
 from tests.webhooks.receiver import Receiver, start_trickler

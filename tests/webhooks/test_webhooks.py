@@ -16,9 +16,9 @@ from partnerlink.partners.models import Partner
 from partnerlink.problems import ValidationFailed
 from partnerlink.settings import Settings
 from partnerlink.stores.service import open_connection_with_access_token
-from partnerlink.webhooks.delivery import deliver_due_webhooks, wait_for_deliveries
 from partnerlink.webhooks.models import WebhookEvent
 from partnerlink.webhooks.registration import rotate_webhook_secret, set_webhook_url
+from partnerlink.webhooks.tasks import deliver_due_webhooks, wait_for_deliveries
 from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture, create_connected_store, create_partner
 from tests.merchant.helpers import sign_in

@@ -26,23 +26,20 @@ stored) can lag, as every other read of the standby does.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, nulls_first, select, update
+from sqlalchemy import Table, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from partnerlink import jobs
 from partnerlink.audiences.models import StoredSizes
 from partnerlink.audiences.service import audiences, digest_key
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.db.engine import committed_session
 from partnerlink.settings import Settings
 
 table: Table = StoredSizes.__table__  # type: ignore[assignment]
@@ -50,12 +47,10 @@ table: Table = StoredSizes.__table__  # type: ignore[assignment]
 # A profile whose exact count took this long is large: its count is stored (a profile of
 # a few thousand customers counts in milliseconds; a million take seconds).
 LARGE_AFTER_SECONDS = 0.5
-# The worker refreshes only lists asked for within this long; a request older than half
-# the freshness bound is noted again (one small write), so a list in use stays in use.
+# The worker refreshes only lists asked for within this long (audiences/tasks.py); a
+# request older than half the freshness bound is noted again (one small write), so a list
+# in use stays in use.
 IN_USE_SECONDS = 3600
-# A refresh counts once (seconds at a million customers); a worker that died while
-# counting leaves the row to the next one after this long.
-REFRESH_LEASE_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -118,7 +113,8 @@ def _counts_everything_committed(session: Session, reads: Session) -> bool:
     return position is None or replica.replayed(reads, position) is not False
 
 
-def _count(session: Session, profile_id: str, settings: Settings) -> tuple[list[Any], float]:
+def count(session: Session, profile_id: str, settings: Settings) -> tuple[list[Any], float]:
+    """The profile's audiences list counted exactly, and how many seconds that took."""
     started = time.perf_counter()
     counted = audiences(session, profile_id=profile_id, digest_key=digest_key(settings.signing_key))
     return counted, time.perf_counter() - started
@@ -150,7 +146,7 @@ def listed(session: Session, reads: Session, *, profile_id: str, settings: Setti
     storable = settings.audience_sizes_max_age_seconds > 0 and _counts_everything_committed(
         session, reads
     )
-    counted, took = _count(reads, profile_id, settings)
+    counted, took = count(reads, profile_id, settings)
     if storable and _large(took, settings):
         values = {
             "audiences": json.dumps(counted),
@@ -171,81 +167,3 @@ def listed(session: Session, reads: Session, *, profile_id: str, settings: Setti
                 .values(values)
             )
     return Listed(counted, now)
-
-
-log = logging.getLogger("partnerlink.audiences")
-
-# A count of a 1M-customer profile takes seconds: it runs on a thread of its own, so the
-# worker loop (receipts, webhooks) never waits for it.
-_threads = jobs.JobThreads(1, name="audience-sizes")
-
-
-def refresh_stored_sizes(sessions: sessionmaker[Session], settings: Settings) -> int:
-    """The worker's task: claims the large profile in use whose stored count is the
-    oldest past half the freshness bound (or emptied) and starts counting it again on a
-    thread of its own; answers 1 if it started one."""
-    max_age = settings.audience_sizes_max_age_seconds
-    if max_age <= 0 or _threads.idle() <= 0:
-        return 0
-    now = utcnow()
-    due = (
-        (table.c.took_seconds >= LARGE_AFTER_SECONDS)
-        & (table.c.requested_at >= now - timedelta(seconds=IN_USE_SECONDS))
-        & (
-            table.c.audiences.is_(None)
-            | table.c.computed_at.is_(None)
-            | (table.c.computed_at <= now - timedelta(seconds=max_age / 2))
-        )
-    )
-    with committed_session(sessions) as session:
-        claimed = jobs.claim_due(
-            session,
-            table,
-            due=due,
-            order_by=[nulls_first(table.c.computed_at.asc())],
-            limit=1,
-            lease_seconds=REFRESH_LEASE_SECONDS,
-            now=now,
-            returning=[table.c.profile_id],
-        )
-    if not claimed:
-        return 0
-    _threads.start(
-        _count_and_store, sessions, settings, claimed[0].profile_id, claimed[0].lease_until
-    )
-    return 1
-
-
-def wait_for_refreshes(timeout: float = 60.0) -> None:
-    """Until every count started so far is stored or dropped (tests, a worker stopping)."""
-    _threads.wait(timeout)
-
-
-def _count_and_store(
-    sessions: sessionmaker[Session], settings: Settings, profile_id: str, lease_until: datetime
-) -> None:
-    # Taken before the primary's WAL position: the count includes every change committed
-    # before `counted_at`, on the standby (once it replayed that position) or the primary.
-    counted_at = utcnow()
-    try:
-        reads = replica.caught_up_reads(
-            sessions, replica.read_sessions(settings), f"audience sizes of profile {profile_id}"
-        )
-        with reads() as session:
-            counted, took = _count(session, profile_id, settings)
-    except Exception:  # the lease runs out and a later round counts it again
-        log.exception("audience sizes of profile %s: the count failed", profile_id)
-        return
-    with committed_session(sessions) as session:
-        # Not stored if a change emptied the row meanwhile (it dropped the lease).
-        jobs.record_if_leased(
-            session,
-            table,
-            row_id=profile_id,
-            lease_until=lease_until,
-            values={
-                "audiences": json.dumps(counted),
-                "computed_at": counted_at,
-                "took_seconds": took,
-            },
-        )

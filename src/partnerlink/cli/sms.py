@@ -9,6 +9,7 @@ import typer
 from partnerlink.cli.common import JsonOption, print_blocks, unit_of_work
 from partnerlink.cli.help_text import Commands
 from partnerlink.receipts.queries import list_messages
+from partnerlink.receipts.schemas import messages_json
 
 app = Commands(no_args_is_help=True)
 
@@ -22,7 +23,7 @@ def list_(
 ) -> None:
     """List e-receipt messages (the `outbox` provider records them instead of sending)."""
     with unit_of_work() as session:
-        messages = list_messages(session, limit=limit)
+        messages = messages_json(list_messages(session, limit=limit))
     print_blocks(
         messages, _message_lines, json_output=json_output, none="No e-receipt messages yet."
     )

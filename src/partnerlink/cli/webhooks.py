@@ -9,8 +9,9 @@ import typer
 
 from partnerlink.cli.common import JsonOption, print_blocks, print_json, unit_of_work
 from partnerlink.cli.help_text import Commands
-from partnerlink.webhooks.log import delivery_log
+from partnerlink.webhooks.queries import delivery_log
 from partnerlink.webhooks.schedule import retry_event
+from partnerlink.webhooks.schemas import delivery_log_json
 
 app = Commands(no_args_is_help=True)
 
@@ -27,7 +28,7 @@ def list_(
 ) -> None:
     """List webhook events and how their delivery went."""
     with unit_of_work() as session:
-        rows = delivery_log(session, failed_only=failed, limit=limit)
+        rows = delivery_log_json(delivery_log(session, failed_only=failed, limit=limit))
     none = "No webhook events." if not failed else "No failed webhook deliveries."
     print_blocks(rows, _event_lines, json_output=json_output, none=none)
 

@@ -22,6 +22,7 @@ from partnerlink.orders.schemas import (
     OrderBatchIn,
     OrderBatchOut,
     OrderIn,
+    batch_json,
     order_json,
 )
 from partnerlink.orders.service import (
@@ -163,7 +164,7 @@ async def post_order_batch(
     if keyed is not None:
         return await run_in_threadpool(_apply_once, request.app, token, batch.orders, keyed)
     results = await apply_batch(order_pipeline(request.app), token=token, orders=batch.orders)
-    return JSONResponse({"statusCode": 200, "results": results})
+    return JSONResponse(batch_json(results))
 
 
 def _apply_once(app: FastAPI, token: str, orders: list[Any], keyed: KeyedRequest) -> Response:

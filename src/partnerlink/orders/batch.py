@@ -22,7 +22,7 @@ from partnerlink.db.raw import Sql
 from partnerlink.idempotency.deps import replayed
 from partnerlink.idempotency.service import KeyedRequest, StoredAnswer, claim, record
 from partnerlink.orders.intake.wiring import OrderPipeline
-from partnerlink.orders.schemas import OrderIn
+from partnerlink.orders.schemas import OrderIn, batch_json, batch_result
 from partnerlink.orders.service import OrderPost, accept_orders
 from partnerlink.problems import DomainError, InvalidToken, Unavailable
 from partnerlink.settings import Settings
@@ -35,10 +35,6 @@ def _order_id(element: object) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _refused(order_id: str | None, errors: list[dict[str, str]]) -> dict[str, Any]:
-    return {"orderId": order_id, "status": 400, "errors": errors}
-
-
 def _validated(orders: list[Any], token: str) -> tuple[list[Any], list[tuple[int, OrderPost]]]:
     """The results of the invalid elements (None where an order is valid), and the valid
     orders with their positions."""
@@ -48,7 +44,7 @@ def _validated(orders: list[Any], token: str) -> tuple[list[Any], list[tuple[int
         try:
             order = OrderIn.model_validate(element)
         except ValidationError as error:
-            results.append(_refused(_order_id(element), validation_errors(error.errors())))
+            results.append(batch_result(_order_id(element), validation_errors(error.errors())))
             continue
         valid.append((len(results), OrderPost(token, order)))
         results.append(None)
@@ -67,11 +63,11 @@ def _answers(
             raise outcome
         if isinstance(outcome, DomainError):
             errors = outcome.errors or [{"field": "body", "message": outcome.detail}]
-            results[index] = _refused(order_id, errors)
+            results[index] = batch_result(order_id, errors)
         elif isinstance(outcome, BaseException):
             raise outcome
         else:
-            results[index] = {"orderId": order_id, "status": 200}
+            results[index] = batch_result(order_id, None)
     return [result for result in results if result is not None]
 
 
@@ -103,7 +99,7 @@ def apply_batch_once(
         return replayed(stored)
     results, valid = _validated(orders, token)
     outcomes = _accept_in_session(session, settings, [post for _, post in valid])
-    answer = JSONResponse({"statusCode": 200, "results": _answers(results, valid, outcomes)})
+    answer = JSONResponse(batch_json(_answers(results, valid, outcomes)))
     body = bytes(answer.body).decode()
     record(
         session,

@@ -305,6 +305,18 @@ class OrderBatchOut(BaseModel):
     results: list[OrderBatchResult]
 
 
+def batch_result(order_id: str | None, errors: list[dict[str, str]] | None) -> dict[str, Any]:
+    """One element's `OrderBatchResult`: stored (no errors), or refused with its errors."""
+    if errors is None:
+        return {"orderId": order_id, "status": 200}
+    return {"orderId": order_id, "status": 400, "errors": errors}
+
+
+def batch_json(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The batch's `OrderBatchOut`: one result per element, in the request's order."""
+    return {"statusCode": 200, "results": results}
+
+
 # The answer to a stored order is always the same bytes: neither the route nor the fast
 # lane serializes it per request.
 ACCEPTED = b'{"statusCode":200}'

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from sqlalchemy import ScalarSelect, select
 from sqlalchemy.orm import Session
 
@@ -31,24 +28,10 @@ def order_pk_of_link(*, order_id: str, key: str | None) -> ScalarSelect[int] | N
     )
 
 
-def list_messages(session: Session, *, limit: int) -> list[dict[str, Any]]:
-    """The receipt messages, newest first, in the shape of `partnerlink sms list`."""
-    rows = session.scalars(
-        select(Receipt).order_by(Receipt.created_at.desc(), Receipt.id.desc()).limit(limit)
-    ).all()
-    return [
-        {
-            "to": receipt.to_phone,
-            "body": receipt.body,
-            "link": receipt.link,
-            "orderId": receipt.order_id,
-            "storeId": receipt.store_id,
-            "status": receipt.status,
-            "createdAt": _iso(receipt.created_at),
-        }
-        for receipt in rows
-    ]
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat()
+def list_messages(session: Session, *, limit: int) -> list[Receipt]:
+    """The receipt messages, newest first (`partnerlink sms list`)."""
+    return list(
+        session.scalars(
+            select(Receipt).order_by(Receipt.created_at.desc(), Receipt.id.desc()).limit(limit)
+        )
+    )

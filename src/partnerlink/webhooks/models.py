@@ -1,4 +1,4 @@
-"""Webhook events: written with their cause, delivered by the worker (delivery.py)."""
+"""Webhook events: written with their cause, delivered by the worker (tasks.py)."""
 
 from __future__ import annotations
 

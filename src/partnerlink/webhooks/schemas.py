@@ -1,9 +1,11 @@
-"""The partner API's webhook delivery replies (CONTRACT.md §13), built here."""
+"""The partner API's webhook delivery replies (CONTRACT.md §13), and the operator's
+delivery log (`partnerlink webhooks list`), built here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,3 +83,25 @@ def delivery_list(page: Page[WebhookEvent]) -> DeliveryList:
         ],
         nextCursor=page.next_cursor,
     )
+
+
+def delivery_log_json(rows: Sequence[tuple[WebhookEvent, str]]) -> list[dict[str, Any]]:
+    """`partnerlink webhooks list`'s events, from `queries.delivery_log`'s rows."""
+    return [
+        {
+            "eventId": event.event_id,
+            "type": event.event_type,
+            "clientId": client_id,
+            "url": event.url,
+            "status": event.status,
+            "attempts": event.attempts,
+            "lastStatusCode": event.last_status_code,
+            "lastError": event.last_error,
+            "createdAt": event.created_at.isoformat(),
+            "nextAttemptAt": event.next_attempt_at.isoformat()
+            if event.status == "pending"
+            else None,
+            "deliveredAt": event.delivered_at.isoformat() if event.delivered_at else None,
+        }
+        for event, client_id in rows
+    ]

@@ -9,8 +9,8 @@ while the process is busy: OrderIntake) is authenticated and appended to
 answered once that commit is durable. The journaled orders are then applied in arrival
 order, in batches of up to APPLY_BATCH, by:
 
-- the worker (`apply_journaled_orders`, a worker task; the server's own by default),
-  once a batch waits or the oldest has waited GATHER_SECONDS;
+- the worker (orders/tasks.py, a worker task; the server's own by default), once a
+  batch waits or the oldest has waited GATHER_SECONDS (`gathering_left`);
 - any request that reads what an order writes (the read barrier, barrier.settle_journal:
   a dependency of those routes, orders/deps.py, and the command line's unit of work):
   it first applies every order journaled before it began, so GET /v1/orders, the
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
@@ -297,29 +297,7 @@ def _apply_one_by_one(session: Session, *, settings: Settings, up_to: int) -> in
     return len(ids)
 
 
-def apply_journaled_orders(
-    sessions: sessionmaker[Session], settings: Settings, *, gather_seconds: float = GATHER_SECONDS
-) -> int:
-    """Applies what waits in the journal, unless another applier is at work, or fewer than
-    a batch wait and none for `gather_seconds` yet; answers how many orders it applied."""
-    return apply_when_gathered(sessions, settings, gather_seconds=gather_seconds)[0]
-
-
-def apply_when_gathered(
-    sessions: sessionmaker[Session], settings: Settings, *, gather_seconds: float = GATHER_SECONDS
-) -> tuple[int, float | None]:
-    """The worker's task: `apply_journaled_orders`, and, when orders wait that have not
-    gathered yet, in how many seconds they will have (None: nothing waits), so that the
-    worker looks again then rather than a poll interval later."""
-    with sessions() as session:
-        left = _gathering_left(Sql.of_session(session), gather_seconds)
-        if left is None or left > 0:
-            session.rollback()
-            return 0, left
-        return apply_in_session(session, settings=settings, wait=False), None
-
-
-def _gathering_left(sql: Sql, gather_seconds: float) -> float | None:
+def gathering_left(sql: Sql, gather_seconds: float) -> float | None:
     """0 when a full batch waits or the oldest entry has waited `gather_seconds`; else how
     long until it has (None: the journal is empty).
 
