@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from partnerlink.customers.json_stream import RECORD_FIELDS
+from partnerlink.customers.ingestion.json_stream import RECORD_FIELDS
 
 _READ = """
 import resource, sys
-from partnerlink.customers.reader import UploadFileInvalid, read_checked_batches
+from partnerlink.customers.ingestion.reader import UploadFileInvalid, read_checked_batches
 
 cap = 1024 * 1024 * 1024
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))

@@ -38,11 +38,11 @@ from sqlalchemy import Table, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
 from benchdb import checkpoint, fresh_database  # bench/benchdb.py
-from partnerlink.customers.batch_queries import insert_customers
-from partnerlink.customers.ingest import BATCH_SIZE
+from partnerlink.customers.ingestion.batch_queries import insert_customers
+from partnerlink.customers.ingestion.ingest import BATCH_SIZE
+from partnerlink.customers.ingestion.reader import normalize_record
 from partnerlink.customers.matching import MERGED_COLUMNS
 from partnerlink.customers.models import Customer
-from partnerlink.customers.reader import normalize_record
 from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import upgrade

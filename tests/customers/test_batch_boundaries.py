@@ -1,4 +1,4 @@
-"""Where a file is cut into batches changes nothing (customers/ingest.py, batch_apply.py):
+"""Where a file is cut into batches changes nothing (customers/ingestion/ingest.py, batch_apply.py):
 within a batch the records are planned in memory (merge.py), across batches each one
 matches what the earlier ones stored, and both follow the rule as if every record were
 applied one after another. Random files drawn from a few emails and phones (duplicates,
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from partnerlink.customers import batch_queries, ingest
-from partnerlink.customers.upload_emails import EmailsWritten
+from partnerlink.customers.ingestion import batch_queries, ingest
+from partnerlink.customers.ingestion.upload_emails import EmailsWritten
 from tests.customers.conftest import Uploader
 from tests.factories import create_connected_store
 

@@ -10,9 +10,9 @@ import random
 import pytest
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import batch_queries
-from partnerlink.customers.merge import NormalizedRecord, StoredRow, plan_batch
-from partnerlink.customers.reader import _copy_lines, _singles
+from partnerlink.customers.ingestion import batch_queries
+from partnerlink.customers.ingestion.merge import NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.ingestion.reader import _copy_lines, _singles
 from partnerlink.db.base import utcnow
 from tests.conftest import ON_POSTGRES
 from tests.factories import create_merchant_account, create_profile

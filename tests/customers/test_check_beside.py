@@ -1,4 +1,4 @@
-"""A first upload's whole-file check runs beside the reading (customers/reader_process.py,
+"""A first upload's whole-file check runs beside the reading (customers/ingestion/reader_process.py,
 `check_beside`) on PostgreSQL, and the batches applied before it has passed stay in one
 uncommitted transaction (ingest._apply_until_checked): an invalid file still applies
 nothing (CONTRACT.md §6), a valid one ends as if checked first, and a held batch that
@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from partnerlink.customers import batch_commit, ingest, reader_process, tasks
-from partnerlink.customers.json_stream import UploadFileInvalid
+from partnerlink.customers import tasks
+from partnerlink.customers.ingestion import batch_commit, ingest, reader_process
+from partnerlink.customers.ingestion.json_stream import UploadFileInvalid
+from partnerlink.customers.ingestion.reader import ParsedBatch, read_batches
 from partnerlink.customers.models import Customer, Upload
-from partnerlink.customers.reader import ParsedBatch, read_batches
 from partnerlink.orders.conversion import reclassify_customers
 from tests.conftest import ON_POSTGRES
 from tests.customers.conftest import Uploader, put_file, upload_url

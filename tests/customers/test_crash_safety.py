@@ -89,7 +89,7 @@ def _no_reader_left(data_dir: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = subprocess.run(
-            ["pgrep", "-f", "partnerlink.customers.reader_process"],
+            ["pgrep", "-f", "partnerlink.customers.ingestion.reader_process"],
             capture_output=True,
             text=True,
             check=False,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from partnerlink.customers.json_stream import READ_BUFFER_BYTES, RECORD_FIELDS
+from partnerlink.customers.ingestion.json_stream import READ_BUFFER_BYTES, RECORD_FIELDS
 from partnerlink.customers.models import Upload
 from tests.customers.conftest import Uploader, counts
 
@@ -169,7 +169,7 @@ def test_blanks_between_values_are_not_a_long_value(uploader: Uploader) -> None:
 _MEASURE = """
 import io, resource, sys
 from pathlib import Path
-from partnerlink.customers.reader import UploadFileInvalid, read_checked_batches
+from partnerlink.customers.ingestion.reader import UploadFileInvalid, read_checked_batches
 
 def read(stream):
     batches = read_checked_batches(

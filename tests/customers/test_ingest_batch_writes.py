@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import batch_queries
+from partnerlink.customers.ingestion import batch_queries
 from partnerlink.customers.service import resolve_customer
 from partnerlink.db.base import utcnow
 from tests.conftest import ON_POSTGRES

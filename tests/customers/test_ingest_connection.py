@@ -1,4 +1,4 @@
-"""An upload's batches share one database connection on PostgreSQL (customers/ingest.py's
+"""An upload's batches share one database connection on PostgreSQL (customers/ingestion/ingest.py's
 _batch_sessions): when that connection is lost mid-upload, the upload is taken up again
 and ends with every customer stored once."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 from sqlalchemy import create_engine, text
 
-from partnerlink.customers import ingest
+from partnerlink.customers.ingestion import ingest
 from tests.conftest import ON_POSTGRES
 from tests.customers.conftest import Uploader, drain_worker, put_file, upload_status, upload_url
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from partnerlink.customers import json_stream
-from partnerlink.customers.json_plain import NotPlain, plain_elements
-from partnerlink.customers.json_stream import (
+from partnerlink.customers.ingestion import json_stream
+from partnerlink.customers.ingestion.json_plain import NotPlain, plain_elements
+from partnerlink.customers.ingestion.json_stream import (
     MAX_RECORD_ITEMS,
     RECORD_FIELDS,
     UploadFileInvalid,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from partnerlink.customers.merge import NormalizedRecord, StoredRow, plan_batch
+from partnerlink.customers.ingestion.merge import NormalizedRecord, StoredRow, plan_batch
 
 
 def rec(

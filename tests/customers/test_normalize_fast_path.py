@@ -6,7 +6,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from partnerlink.customers.reader import _normalized_record, _plain_record, normalize_record
+from partnerlink.customers.ingestion.reader import (
+    _normalized_record,
+    _plain_record,
+    normalize_record,
+)
 
 VALUES: dict[str, list[Any]] = {
     "email": [

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from partnerlink.customers import batch_commit, ingest
-from partnerlink.customers.json_stream import UploadFileInvalid
-from partnerlink.customers.reader_process import Prefetched
+from partnerlink.customers.ingestion import batch_commit, ingest
+from partnerlink.customers.ingestion.json_stream import UploadFileInvalid
+from partnerlink.customers.ingestion.reader_process import Prefetched
 from partnerlink.settings import Settings
 from tests.conftest import ON_POSTGRES
 from tests.customers.conftest import Uploader, put_file, upload_url

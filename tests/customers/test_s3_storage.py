@@ -22,8 +22,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from partnerlink.app import create_app
+from partnerlink.customers.ingestion.reader_process import SUBPROCESS_MIN_BYTES
 from partnerlink.customers.models import Customer, Upload
-from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES
 from partnerlink.customers.storage import UploadTooLarge
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.storage.s3 import PART_BYTES, S3UploadStorage

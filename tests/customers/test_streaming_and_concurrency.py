@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from partnerlink.customers.ingestion.reader_process import SUBPROCESS_MIN_BYTES
 from partnerlink.customers.models import Customer, Upload
-from partnerlink.customers.reader_process import SUBPROCESS_MIN_BYTES
 from partnerlink.customers.service import resolve_customer
 from partnerlink.settings import Settings
 from tests.conftest import LiveServer

@@ -1,8 +1,8 @@
-"""The approximate memory of a first upload's emails (customers/upload_emails.py)."""
+"""The approximate memory of a first upload's emails (customers/ingestion/upload_emails.py)."""
 
 from __future__ import annotations
 
-from partnerlink.customers.upload_emails import EmailsWritten
+from partnerlink.customers.ingestion.upload_emails import EmailsWritten
 
 
 def test_an_email_written_is_never_forgotten_and_few_others_read_maybe() -> None:

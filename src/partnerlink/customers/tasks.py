@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from partnerlink.customers.batch_commit import Reclassify
-from partnerlink.customers.ingest import claim_upload, ingest_upload
+from partnerlink.customers.ingestion.batch_commit import Reclassify
+from partnerlink.customers.ingestion.ingest import claim_upload, ingest_upload
 from partnerlink.settings import Settings
 
 

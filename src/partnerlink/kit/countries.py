@@ -2,7 +2,7 @@
 
 The list is Babel's (CLDR), the one source, as for currencies (kit/currencies.py).
 Kept apart from the stores' schemas so that the upload reader process
-(customers/reader_process.py) normalizes country codes without importing the
+(customers/ingestion/reader_process.py) normalizes country codes without importing the
 web and database layers.
 """
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, BinaryIO
 
-from partnerlink.customers.copy_rows import needs_escaping, row_text
-from partnerlink.customers.json_stream import UploadFileInvalid, elements
-from partnerlink.customers.merge import EMAIL, PHONE, NormalizedRecord
+from partnerlink.customers.ingestion.copy_rows import needs_escaping, row_text
+from partnerlink.customers.ingestion.json_stream import UploadFileInvalid, elements
+from partnerlink.customers.ingestion.merge import EMAIL, PHONE, NormalizedRecord
+from partnerlink.customers.ingestion.upload_emails import EmailsWritten
 from partnerlink.customers.normalize import (
     FIELD_LIMITS,
     MAX_POSTAL_CODE_LENGTH,
@@ -30,7 +31,6 @@ from partnerlink.customers.normalize import (
     normalize_text,
     record_refusals,
 )
-from partnerlink.customers.upload_emails import EmailsWritten
 from partnerlink.kit.countries import country_codes
 
 __all__ = [

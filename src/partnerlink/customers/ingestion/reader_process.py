@@ -2,7 +2,7 @@
 
 Parsing and normalization are about half of ingestion's CPU time; in a child
 process they overlap with matching and writing in the worker. The child is a
-plain `python -m partnerlink.customers.reader_process` (not multiprocessing's
+plain `python -m partnerlink.customers.ingestion.reader_process` (not multiprocessing's
 spawn, which would re-import whatever script started the parent). Batches come
 back pickled over a pipe that holds about one batch, so the child stays at most
 a batch or two ahead (bounded memory); it exits when the pipe breaks, also when
@@ -31,7 +31,7 @@ from collections.abc import Callable, Generator, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO, TypeVar
 
-from partnerlink.customers.reader import (
+from partnerlink.customers.ingestion.reader import (
     ParsedBatch,
     UploadFileInvalid,
     check_file,
@@ -142,7 +142,7 @@ class Prefetched(Iterator[T]):
 
 
 class _Child:
-    """One `python -m partnerlink.customers.reader_process` and the pipe it answers on."""
+    """One `python -m partnerlink.customers.ingestion.reader_process` and the pipe it answers on."""
 
     def __init__(self, process: subprocess.Popen[bytes], receiver: Connection) -> None:
         self.process = process
@@ -158,7 +158,12 @@ class _Child:
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "partnerlink.customers.reader_process", str(write_end)],
+                [
+                    sys.executable,
+                    "-m",
+                    "partnerlink.customers.ingestion.reader_process",
+                    str(write_end),
+                ],
                 stdin=subprocess.PIPE,
                 pass_fds=(write_end,),
                 # One malloc arena: the check thread's own held 8 MiB more at the peak

@@ -16,9 +16,9 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from partnerlink.customers.copy_rows import needs_escaping, row_text, row_values
+from partnerlink.customers.ingestion.copy_rows import needs_escaping, row_text, row_values
+from partnerlink.customers.ingestion.merge import StoredRow
 from partnerlink.customers.matching import MERGED_COLUMNS
-from partnerlink.customers.merge import StoredRow
 from partnerlink.customers.queries import INSERT_COLUMNS, MERGED_LIST, insert_customers_sql
 from partnerlink.db.raw import Sql
 

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO
 
 import ijson
 
-from partnerlink.customers.json_plain import NotPlain, plain_elements
+from partnerlink.customers.ingestion.json_plain import NotPlain, plain_elements
 from partnerlink.customers.normalize import FIELD_LIMITS
 
 MAX_NESTING_DEPTH = 32  # the file's own array is level 1, a record level 2

@@ -17,10 +17,10 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
-from partnerlink.customers.batch_apply import apply_records
-from partnerlink.customers.batch_queries import ConcurrentInsert
-from partnerlink.customers.reader import ParsedBatch
-from partnerlink.customers.reader_process import FileChecked
+from partnerlink.customers.ingestion.batch_apply import apply_records
+from partnerlink.customers.ingestion.batch_queries import ConcurrentInsert
+from partnerlink.customers.ingestion.reader import ParsedBatch
+from partnerlink.customers.ingestion.reader_process import FileChecked
 from partnerlink.customers.uploads import MAX_REPORTED_ERRORS
 from partnerlink.db.raw import Sql
 from partnerlink.settings import Settings

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from partnerlink.customers import batch_queries
-from partnerlink.customers.merge import EMAIL, PHONE, StoredRow, plan_batch
-from partnerlink.customers.reader import ParsedBatch
+from partnerlink.customers.ingestion import batch_queries
+from partnerlink.customers.ingestion.merge import EMAIL, PHONE, StoredRow, plan_batch
+from partnerlink.customers.ingestion.reader import ParsedBatch
 from partnerlink.customers.service import CustomerFields, upsert_customer
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql

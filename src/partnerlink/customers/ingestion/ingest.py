@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.customers import queries
-from partnerlink.customers.batch_commit import (
+from partnerlink.customers.ingestion.batch_commit import (
     ClaimedUpload,
     HeldBatchCollided,
     LeaseLost,
@@ -41,13 +41,17 @@ from partnerlink.customers.batch_commit import (
     commit_batch,
     renew_lease,
 )
-from partnerlink.customers.models import Upload
-from partnerlink.customers.reader import ParsedBatch, UploadFileInvalid, read_checked_batches
-from partnerlink.customers.reader_process import (
+from partnerlink.customers.ingestion.reader import (
+    ParsedBatch,
+    UploadFileInvalid,
+    read_checked_batches,
+)
+from partnerlink.customers.ingestion.reader_process import (
     SUBPROCESS_MIN_BYTES,
     Prefetched,
     read_batches_elsewhere,
 )
+from partnerlink.customers.models import Upload
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.settings import Settings

@@ -1,0 +1,1 @@
+"""Customer-file ingestion: an upload read, normalized, matched and written in batches."""
