@@ -7,6 +7,9 @@ whether at the top of a module or (against the house rules) inside a function.
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -204,3 +207,65 @@ def test_every_package_has_a_test_folder_of_its_own() -> None:
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.rglob("*.py"))}
     missing = sorted(name for name in packages if not (tests / name / "__init__.py").is_file())
     assert not missing, f"give these packages a tests/<package>/ folder: {missing}"
+
+
+# A figure: a number with a unit of time, memory or share ("~30 us", "0.75-0.81 s", "13%").
+_FIGURE = re.compile(r"\d[\d,.]*(?:\s?-\s?\d[\d,.]*)?\s?(?:µs|us|ms|s|%|KB|MB|KiB|MiB)(?!\w)")
+_MEASUREMENT = re.compile(r"measured|bench/|py-spy", re.IGNORECASE)
+
+
+def _comment_blocks(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each docstring paragraph and each run of comment lines."""
+    blocks: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            docstring = ast.get_docstring(node, clean=False)
+            if docstring is not None and isinstance(node.body[0], ast.Expr):
+                blocks += [(node.body[0].lineno, part) for part in docstring.split("\n\n")]
+    run: list[str] = []
+    start = last = 0
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        if run and token.start[0] != last + 1:
+            blocks.append((start, " ".join(run)))
+            run = []
+        if not run:
+            start = token.start[0]
+        run.append(token.string)
+        last = token.start[0]
+    if run:
+        blocks.append((start, " ".join(run)))
+    return blocks
+
+
+def measured_figures(source: str) -> list[str]:
+    """Figures in a comment or docstring paragraph that tells of a measurement."""
+    return [
+        f"line {line}: {figure.group(0)}"
+        for line, text in _comment_blocks(source)
+        if _MEASUREMENT.search(text)
+        for figure in _FIGURE.finditer(text)
+    ]
+
+
+def test_measured_figures_are_in_bench_readme_not_in_code_comments() -> None:
+    # A comment says why and points to bench/README.md, which keeps the figures.
+    found = [
+        f"{path.relative_to(PACKAGE)} {figure}"
+        for path in _sources()
+        if "migrations" not in path.relative_to(PACKAGE).parts
+        for figure in measured_figures(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "move these figures to bench/README.md:\n" + "\n".join(found)
+
+
+def test_a_planted_figure_in_a_comment_is_reported() -> None:
+    planted = '''"""Fast (measured: ~30 us a request)."""
+
+# Measured with bench/orders.py: 15-20% less CPU an order.
+X = 1
+# A timeout of 10 s (not a measurement).
+Y = 2
+'''
+    assert measured_figures(planted) == ["line 1: 30 us", "line 3: 15-20%"]

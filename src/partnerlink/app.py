@@ -159,7 +159,7 @@ def _include_routers(app: FastAPI) -> None:
     # the sandbox, webhook deliveries, Twilio's delivery statuses, health and metrics.
     settled = [SETTLED_ORDERS]
     # The hottest route is matched first (a request tries the routers in order; measured:
-    # ~25 us a request); the API reference keeps SPEC.md's order by its tags (create_app).
+    # bench/README.md); the API reference keeps SPEC.md's order by its tags (create_app).
     # GET /v1/orders declares the barrier itself: the POST beside it takes none.
     app.include_router(orders_api.router, prefix="/v1")
     for router in (connect_api.router, platform_api.router, oauth_api.router, pairing_api.router):

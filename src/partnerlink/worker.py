@@ -37,7 +37,8 @@ Task = Callable[[sessionmaker[Session], Settings], "int | tuple[int, float | Non
 # A task's run that handled this many items (a full batch of receipts) leaves a backlog:
 # its next run starts at once. Below it the task waits for the poll interval, so that under
 # a steady stream of orders it sends receipts in batches rather than one transaction pair
-# for every one or two (measured: the in-server worker's CPU share under load halves).
+# for every one or two (measured: the in-server worker's CPU share under load falls;
+# bench/README.md).
 BACKLOG_ITEMS = 100
 
 # How often a worker looks for `.part` files left by a killed upload PUT (a directory walk).

@@ -7,8 +7,8 @@ on a connection of its own, both reading one snapshot (the first exports it, the
 second imports it: PostgreSQL's synchronized snapshots, as `pg_dump --jobs` reads).
 PostgreSQL's own parallel query does not split this plan (its workers each rebuilt
 every customer's statistics), and the pass is bound by the CPU of one database
-process: measured at 1,000,000 customers on 2 cores, 0.75-0.81 s for both halves
-against 1.09-1.13 s for the whole.
+process: measured at 1,000,000 customers on 2 cores, both halves together take less
+time than the whole (bench/README.md).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from partnerlink.audiences.queries import SEGMENTS, Scope, customers
 # customer order, aggregated per customer as it goes, merge-joined with the customers in id
 # order, in bounded memory whatever the profile's size. These settings keep the planner
 # to that plan (measured at 1,000,000 customers, docs/audiences.md): its hash plans read
-# every order of every profile and spill their 500,000-group tables to disk (twice the
-# time); parallel workers each rebuilt every customer's statistics; JIT compilation
+# every order of every profile and spill their 500,000-group tables to disk (much
+# slower); parallel workers each rebuilt every customer's statistics; JIT compilation
 # cost more than it saved on this one scan.
 ONE_PASS_SETTINGS = {
     "max_parallel_workers_per_gather": "0",

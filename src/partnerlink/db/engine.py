@@ -17,7 +17,7 @@ def make_engine(url: str, *, pool_size: int = 20) -> Engine:
     """Builds the engine.
 
     SQLite gets one shared connection: measured, a pool of several writers only
-    adds lock waits (890 ms p99), and BEGIN IMMEDIATE avoids the "database is
+    adds lock waits (a long p99: bench/README.md), and BEGIN IMMEDIATE avoids the "database is
     locked" upgrade failure when another process (the CLI, a worker) writes too.
     """
     parsed = make_url(url)

@@ -48,7 +48,8 @@ class Statement:
     `binary` names parameters psycopg sends in PostgreSQL's binary form (`%b`):
     for a list, an array whose elements travel length-prefixed, which PostgreSQL
     reads without parsing or unescaping anything (measured on the orders' journal:
-    ~30 us less of PostgreSQL's CPU an order than the same rows as one JSON text).
+    less of PostgreSQL's CPU an order than the same rows as one JSON text;
+    bench/README.md).
     """
 
     __slots__ = ("postgresql", "postgresql_names", "sqlite")
@@ -123,16 +124,16 @@ class Sql:
 
         Each run sees what the earlier ones did, as separate statements would. On
         PostgreSQL they travel together (psycopg's executemany, pipelined and
-        prepared once): ~22 us of client CPU per statement, against ~35 us one at
-        a time and ~44 us as separate pipelined executes (measured here).
+        prepared once): less client CPU per statement than one at a time or as
+        separate pipelined executes (measured: bench/README.md).
         """
         if not many:
             return []
         if not self.postgres:
             return [self.connection.execute(statement.sqlite, params).fetchone() for params in many]
         if len(many) == 1:
-            # One set: a plain execute, about half the client CPU of executemany's pipeline
-            # (measured here: ~60 us against ~135) for the same single round trip.
+            # One set: a plain execute, less client CPU than executemany's pipeline
+            # (measured: bench/README.md) for the same single round trip.
             return [self._execute(statement, many[0]).fetchone()]
         names = statement.postgresql_names
         cursor = self.connection.cursor()

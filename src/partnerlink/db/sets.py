@@ -1,8 +1,8 @@
 """Many parameter sets in one PostgreSQL statement, sent as one JSON array.
 
 `Sql.first_rows` runs a statement once per parameter set, pipelined: one round trip, but
-PostgreSQL still binds and starts an executor for each set, and psycopg spends ~22 us
-of Python on each. Where the sets do not depend on one another (look-ups read before any
+PostgreSQL still binds and starts an executor for each set, and psycopg spends its Python
+on each (bench/README.md). Where the sets do not depend on one another (look-ups read before any
 write, or inserts of distinct keys), one statement that reads them all from
 `json_to_recordset` costs neither: the worker's apply of journaled orders went from
 ~1,250 statements a batch of 500 to about ten (bench/orders_journal.py).
@@ -54,7 +54,8 @@ class RowSet:
         Sql.time gives them on PostgreSQL) in RFC 3339 form, which PostgreSQL reads as
         timestamptz, and "json" values (Sql.json_text, Sql.json) as the JSON they hold.
         (The standard library's encoder, object by object with the times formatted in
-        Python first, took ~20% of the worker's CPU applying journaled orders.)
+        Python first, took a large share of the worker's CPU applying journaled orders:
+        bench/README.md.)
         """
         if self._embedded:
             rows: list[Any] = []

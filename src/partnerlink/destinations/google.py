@@ -19,11 +19,9 @@ the local stand-in): its REST transport does reach a local http server (`host`,
 `invalid_grant` surfaces as google.auth's RefreshError; but
 - it sends enums as numbers (`?$alt=json;enum-encoding=int`: `"encoding": 1`,
   `"accountType": 1`), not the `"HEX"` / `"GOOGLE_ADS"` CONTRACT §11 writes;
-- every member becomes a proto-plus message, then protobuf JSON: measured on this
-  machine (2 cores, heavily shared), 10,000 members with email, phone and address
-  took 10.5-13 s to build and serialize against 0.9-1.1 s as dicts and `json.dumps`,
-  about twelve times slower: roughly 20 minutes of CPU for a 1,000,000-member sync
-  here, against under 2;
+- every member becomes a proto-plus message, then protobuf JSON: measured, about an
+  order of magnitude slower to build and serialize than dicts and `json.dumps`,
+  minutes of CPU for a 1,000,000-member sync (bench/README.md);
 - it brings grpcio, protobuf, google-api-core and requests into the worker for two
   JSON posts.
 """

@@ -6,9 +6,10 @@
 
 The journal (orders/intake/journal.py) keeps an acknowledged order as its facts, written
 by the server that validated it, so that the worker applying it does not validate
-the body a second time: measured with bench/orders_journal.py, validating took
-about half of the worker's CPU an order (pydantic calls the model's Python
-validators field by field), against a few microseconds for one `orjson.loads` here.
+the body a second time: measured with bench/orders_journal.py, validating took a
+large share of the worker's CPU an order (pydantic calls the model's Python
+validators field by field), against next to nothing for one `orjson.loads` here
+(bench/README.md).
 
 The journal's form is a JSON array whose first element is its version. A body of
 POST /v1/orders is always a JSON object, so a journal row written before facts

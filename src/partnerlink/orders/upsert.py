@@ -10,9 +10,8 @@ the last one holding an earlier order with its key or its customer, and each rou
 one statement (queries.UPSERT_ORDERS); orders of one key or one customer still apply in
 arrival order. Under load (the journal's batches of 500, ~800 regular customers in
 bench/orders.py) that is about five statements instead of 500; with the look-ups and the
-receipts also sent at once (db/sets.py), PostgreSQL's CPU an applied order fell from
-120-150 to 87-90 us and the worker's from 95-114 to 84-91 us (bench/orders_journal.py,
-interleaved runs).
+receipts also sent at once (db/sets.py), PostgreSQL's CPU an applied order and the
+worker's both fell (bench/orders_journal.py, interleaved runs; figures in bench/README.md).
 """
 
 from __future__ import annotations

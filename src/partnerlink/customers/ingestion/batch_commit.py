@@ -219,7 +219,7 @@ def apply_until_checked(
     """Applies the batches that come before FILE_CHECKED in one transaction, committed
     once the file has passed its check (CONTRACT.md §6: an invalid file applies nothing;
     UploadFileInvalid rolls it back). Measured: the check no longer delays the first
-    batch by ~2 s at 1,000,000 records (bench/README.md).
+    batch (bench/README.md).
 
     The transaction renews the lease batch by batch and so holds the upload's row:
     other workers' claims skip it (SKIP LOCKED) until it commits. A collision with

@@ -51,7 +51,8 @@ def load_customers(
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         # The keys go as one text the server splits: measured, the driver's dumping of
-        # a 5,000-element array was a tenth of ingestion's time in the worker. Stored
+        # a batch's array was a good share of ingestion's time in the worker
+        # (bench/README.md). Stored
         # emails and phones hold no control character, so never the separator; a key
         # that did would go as an array.
         listed: Any = _KEY_SEPARATOR.join(keys)
@@ -105,8 +106,8 @@ def insert_customers(
 ) -> None:
     """Batched INSERT of new customers; raises ConcurrentInsert if any already exists.
 
-    PostgreSQL takes them through COPY (measured: a third of executemany's CPU,
-    client and server together); a unique key another writer took meanwhile
+    PostgreSQL takes them through COPY (measured: far less CPU than executemany's,
+    client and server together; bench/README.md); a unique key another writer took meanwhile
     fails the COPY, and the caller's transaction with it. A row given as text is
     its values already in COPY's text format (reader._copy_lines): PostgreSQL only.
     `meanwhile` is called while the server takes in the COPY (once the rows are sent,
@@ -136,8 +137,8 @@ def _copy_text(
     profile_id: str, values: Sequence[Sequence[str | None] | str], stamp: object
 ) -> str | None:
     """The rows in COPY's text format, or None when a value needs escaping (then psycopg's
-    write_row formats them). Measured: psycopg's per-row formatting was 13% of the
-    worker's time at 1,000,000 records; one join per row and one search a batch are
+    write_row formats them). Measured (bench/README.md): psycopg's per-row formatting
+    was a good share of the worker's time; one join per row and one search a batch are
     a fraction of it. A row given as text is already formatted (and holds nothing
     to escape)."""
     given = [value for row in values if not isinstance(row, str) for value in row]

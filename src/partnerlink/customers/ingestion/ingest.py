@@ -60,8 +60,9 @@ from partnerlink.webhooks.events import upload_finished
 
 log = logging.getLogger("partnerlink.customers")
 
-# Measured: 5,000 records a batch keeps each SQLite write transaction near 50 ms
-# (requests sharing the connection barely notice) while amortizing the round trips.
+# Measured (bench/README.md): a batch this size keeps each SQLite write transaction short
+# enough that requests sharing the connection barely notice, while amortizing the round
+# trips.
 BATCH_SIZE = 5000
 # An upload whose ingestion keeps dying (the process is killed every time) ends failed.
 MAX_ATTEMPTS = 5
@@ -206,7 +207,7 @@ def _ingest_elsewhere(
 def _batch_sessions(sessions: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
     """Sessions for the upload's batches. PostgreSQL: all on one connection held for the
     upload, since a checkout from the pool pings the server first (pool_pre_ping), a round
-    trip in every batch's path: ~2.6% of the worker's time at 1,000,000 records (py-spy).
+    trip in every batch's path (py-spy at 1,000,000 records: bench/README.md).
     A connection lost meanwhile fails the batch, and the upload is taken up again later
     (MAX_ATTEMPTS). SQLite: its pool's one connection is shared with every request, so
     each batch checks it out and gives it back."""

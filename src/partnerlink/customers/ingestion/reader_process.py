@@ -110,7 +110,7 @@ def read_batches_elsewhere(
 
 class Prefetched(Iterator[T]):
     """An iterator that can take its next item ahead of time: the worker receives the
-    reader's next batch (~4 ms of unpickling at 5,000 records) while the database takes
+    reader's next batch (and unpickles it: bench/README.md) while the database takes
     in a COPY (batch_queries.insert_customers' `meanwhile`), instead of after. What the
     source raises comes out of the next next(), not out of prefetch()."""
 
@@ -152,9 +152,10 @@ class _Child:
     def start(cls, job: tuple[Any, ...]) -> _Child:
         read_end, write_end = os.pipe()
         with contextlib.suppress(OSError):  # Linux; a smaller pipe only costs waits
-            # Room for a whole pickled batch (~740 KB at 5,000 records) instead of
-            # 64 KiB, so that the child can run a batch ahead. Measured against 64 KiB,
-            # the difference was within the noise (bench/README.md, fifteenth session).
+            # Room for a whole pickled batch (bench/README.md) instead of Linux's
+            # default, so that the child can run a batch ahead. Measured against the
+            # default, the difference was within the noise (bench/README.md, fifteenth
+            # session).
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         try:
             process = subprocess.Popen(
@@ -166,8 +167,9 @@ class _Child:
                 ],
                 stdin=subprocess.PIPE,
                 pass_fds=(write_end,),
-                # One malloc arena: the check thread's own held 8 MiB more at the peak
-                # (measured), and under the GIL the two threads seldom allocate at once.
+                # One malloc arena: the check thread's own held more at the peak
+                # (measured: bench/README.md), and under the GIL the two threads seldom
+                # allocate at once.
                 # The environment as it is now (the storage's credentials may be in it).
                 env={**os.environ, "MALLOC_ARENA_MAX": "1"},
             )

@@ -166,10 +166,10 @@ def member_changes(
 
 # The join's hash of a range's held ids in memory, not in temporary files; and no JIT
 # compilation, which the planner's guess at the look-ups of rows sent invites and which
-# costs more than the whole read (measured: 0.7 s of a 1.3 s read of 100,000 members).
+# costs more than the rest of the read (measured: bench/README.md).
 JOIN_SETTINGS = {"work_mem": "'64MB'", "jit": "off"}
-# Reading given customers, each is looked up by its key: a 1% change of a million
-# customers was read by a parallel scan of the whole table (0.8 s, and growing with it).
+# Reading given customers, each is looked up by its key: a small change of a large
+# profile was read by a parallel scan of the whole table, growing with it (bench/README.md).
 LOOK_UP_SETTINGS = {"enable_seqscan": "off"}
 
 
@@ -293,8 +293,9 @@ def vacuum_members(engine: Engine) -> None:
     """PostgreSQL: marks the held rows' pages all-visible and renews the table's
     statistics (`VACUUM (ANALYZE)`, outside any transaction), so that the next sync
     reads ids and fingerprints by an index-only scan rather than the heap of rows sent,
-    without waiting for autovacuum (measured: a range's held side 34 ms instead of 87
-    unvacuumed, or 236 by the sequential scan statistics without the index invite).
+    without waiting for autovacuum (measured: a range's held side read faster than
+    unvacuumed, and than by the sequential scan the statistics invite without the index:
+    bench/README.md).
     SQLite: nothing (its covering index needs no visibility map)."""
     if engine.dialect.name != "postgresql":
         return

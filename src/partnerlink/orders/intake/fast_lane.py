@@ -2,10 +2,10 @@
 
 FastAPI's handling of a request (routing, a Request object, dependency
 solving, decoding the JSON, then validating the dict) costs more CPU than the
-order's own database work: measured in process with no database, ~255 us a
-request through the route against ~95 us here (bench/orders.py measures the
-whole server). So an order that is well-formed in every way the route checks
-before it runs is taken here:
+order's own database work, and well over twice this lane's (measured in process
+with no database: bench/README.md; bench/orders.py measures the whole server).
+So an order that is well-formed in every way the route checks before it runs is
+taken here:
 
 - POST to exactly /v1/orders, with no query string (so not the legacy
   `?access_token=`);

@@ -72,8 +72,8 @@ BUSY_SECONDS = 0.25
 _APPLY_LOCK = 0x6F72646572
 
 # In id order, so that PostgreSQL walks the primary key, whose entries of rows already
-# applied are marked dead after one pass: 0.2 ms after a burst of 26,000 orders, against
-# 0.8-2.6 ms for a scan of the table's emptied pages until autovacuum has run.
+# applied are marked dead after one pass: faster than a scan of the table's emptied pages
+# until autovacuum has run (bench/README.md).
 _ANY_WAITING = Statement("SELECT 1 FROM order_journal WHERE failed_at IS NULL ORDER BY id LIMIT 1")
 # The oldest entries still to apply, none newer than :up_to.
 _OLDEST_IDS_SQL = (
@@ -87,7 +87,7 @@ _CLAIM_OLDEST_SQLITE = Statement(
 )
 # PostgreSQL: the ids as an array computed once. Written as `IN (SELECT …)`, the planner,
 # misled by a queue table's statistics (rows come and go faster than ANALYZE), ran the
-# subquery once per journal row: 2.7 s a batch at 6,000 rows waiting, against 17 ms.
+# subquery once per journal row: seconds a batch once thousands of rows wait (bench/README.md).
 _CLAIM_OLDEST_POSTGRES = Statement(
     f"DELETE FROM order_journal WHERE id = ANY(ARRAY({_OLDEST_IDS_SQL}))"
     " RETURNING id, connection_id, body"
@@ -97,8 +97,8 @@ _CLAIM_ONE = Statement(
     " RETURNING id, connection_id, body"
 )
 # The rows travel as arrays in PostgreSQL's binary form (db/raw.Statement): in text form
-# psycopg escaped every element through a regular expression in Python (measured: ~200 us
-# an order for bodies of ~1 kB; bench/orders_journal.py), and as one JSON text PostgreSQL
+# psycopg escaped every element through a regular expression in Python (measured with
+# bench/orders_journal.py: bench/README.md), and as one JSON text PostgreSQL
 # lexed every body. In id order, as they were given.
 _APPEND_POSTGRES = Statement(
     "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
@@ -133,7 +133,7 @@ class OrderIntake:
     load the batches alternate between many orders and a lone one (it arrived while the
     last batch was on its way); a worker that keeps up empties the journal between them,
     and storing each lone order at once cost this process more than journaling all of them
-    (measured with bench/orders.py: server CPU an order 426-462 us against 298-335).
+    (measured with bench/orders.py: bench/README.md).
     """
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
@@ -303,7 +303,8 @@ def gathering_left(sql: Sql, gather_seconds: float) -> float | None:
 
     Applying costs the database and the worker per batch as well as per order: a worker
     that applied whatever had come since its last run (a few hundred orders under load)
-    cost PostgreSQL 15-20% more CPU an order than batches of APPLY_BATCH (bench/orders.py).
+    cost PostgreSQL more CPU an order than batches of APPLY_BATCH (bench/orders.py;
+    bench/README.md).
     Readers do not wait for this: they apply what they need themselves (orders/intake/barrier.py).
     """
     full, oldest = sql.row(_READY, {"full": APPLY_BATCH - 1})

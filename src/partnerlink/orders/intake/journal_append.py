@@ -2,8 +2,8 @@
 
 Under load nearly every batch of orders is journaled (orders/intake/journal.py). On a worker
 thread that cost a hop from the event loop and back (anyio's thread pool: a queue, a
-condition variable, the GIL handed over twice), about a seventh of the serving
-process's CPU (py-spy, bench/orders.py), and three round trips: the token look-up with
+condition variable, the GIL handed over twice), a good share of the serving process's
+CPU (py-spy, bench/orders.py; bench/README.md), and three round trips: the token look-up with
 BEGIN, the append, COMMIT. Here the batch's tokens are checked and its accepted orders
 appended by one statement in a transaction of its own (autocommit), sent on psycopg's
 asyncio connection: the event loop goes on parsing the next requests while PostgreSQL
@@ -41,8 +41,8 @@ from partnerlink.tokens.service import ACCESS_JOINS, live_access_token
 # :token_hashes and :bodies are arrays in arrival order (a batch's token digests and its
 # orders' journal forms), sent in PostgreSQL's binary form (db/raw.Statement): each
 # element travels length-prefixed, so PostgreSQL stores a journal form as the text it is
-# without parsing it (as one JSON parameter it lexed every order's ~800 bytes: ~30 us of
-# its CPU an order, measured). The statement answers the (1-based) places of the accepted
+# without parsing it (as one JSON parameter it lexed every order's body, which cost it
+# more CPU an order: bench/README.md). The statement answers the (1-based) places of the accepted
 # ones. Ids follow the places: the rows are inserted in that order, as a store's orders
 # must be applied.
 _APPEND = Statement(

@@ -43,15 +43,16 @@ from partnerlink.problems import Unavailable
 
 log = logging.getLogger("partnerlink.orders")
 
-# A batch of 64 takes ~20 ms of database work: group commit with p99 well under 100 ms.
+# A batch's database work is short enough that a group commit keeps the p99 of the
+# orders waiting for it low (bench/README.md).
 BATCH = 64
 # Batches in flight per server process. One: a second only adds GIL hand-offs between
 # threads, row-lock conflicts between batch transactions and round trips (each batch half
 # the size, every round trip paid twice). Figures: bench/README.md ("Settings and their figures").
 MAX_DRAINS = 1
 # Before cutting a batch, the event loop turns until the queue has not grown for this many
-# turns (Pipeline._gather), at most MAX_TURNS. Measured: 2 turns gave journal appends of 9
-# orders, 4 of 14, 8 no more than 4 (bench/orders.py, PostgreSQL, 32 connections).
+# turns (Pipeline._gather), at most MAX_TURNS. Measured with bench/orders.py: fewer turns
+# gave smaller journal appends, more turns no larger ones (bench/README.md).
 QUIET_TURNS = 4
 MAX_TURNS = 50
 
@@ -152,9 +153,9 @@ class Pipeline(Generic[Item]):
         A request's bytes reach the queue a few turns of the loop after its socket became
         readable (read, then the request's task parses and validates it), so a drain that
         cut its batch at once left behind orders that were all but queued, and under load
-        sent twice as many statements of half the size (bench/orders.py, PostgreSQL, 32
-        connections: 7 orders a journal append; 14 after these turns, and the serving
-        process's CPU an order ~15% lower: bench/README.md). Alone, an order waits
+        sent twice as many statements of half the size (bench/orders.py, PostgreSQL:
+        after these turns journal appends held twice the orders, and the serving process
+        spent less CPU an order: bench/README.md). Alone, an order waits
         QUIET_TURNS turns of an idle loop: microseconds.
         """
         quiet = turns = 0
@@ -177,8 +178,9 @@ def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) ->
             if not sql.is_lock_conflict(error):
                 raise
             # Mostly two batches that met on the same orders in opposite orders: the other
-            # one went on when this one gave up. Once more together (measured: ~10 ms for a
-            # batch of 30, against ~60 one by one, which held up every order behind them).
+            # one went on when this one gave up. Once more together (measured: several
+            # times faster than one by one, which held up every order behind them;
+            # bench/README.md).
             return _together(sql, handler, items)
     except sql.errors.OperationalError as error:
         if not sql.is_lock_conflict(error):
