@@ -203,8 +203,10 @@ def test_destination_bodies_are_typed_in_the_merchant_reference(
     path = merchant_schema["paths"]["/merchant/api/profiles/{profileId}/destinations"]
     body = path["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["title"] == "DestinationRequest" and body["type"] == "object"
-    assert set(body["required"]) == {"platform", "kind", "credentials", "target"}
+    # `credentials`, or instead `connection` (CONTRACT §14): neither alone is required.
+    assert set(body["required"]) == {"platform", "kind", "target"}
     properties = body["properties"]
+    assert {"credentials", "connection"} <= set(properties)
     assert properties["platform"]["enum"] == ["meta", "google"]
     assert properties["kind"]["enum"] == ["audience", "conversions"]
     credentials = _branches(merchant_schema, properties["credentials"])

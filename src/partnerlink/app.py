@@ -31,6 +31,9 @@ from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations import merchant_api as destinations_merchant_api
 from partnerlink.destinations import web as destinations_web
+from partnerlink.destinations.ad_connections import api as ad_connections_api
+from partnerlink.destinations.ad_connections import callbacks as ad_connections_callbacks
+from partnerlink.destinations.ad_connections import web as ad_connections_web
 from partnerlink.kit.process import tune_garbage_collector
 from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
@@ -180,6 +183,7 @@ def _include_routers(app: FastAPI) -> None:
         audiences_merchant_api.router,
         measurement_merchant_api.router,
         destinations_merchant_api.router,
+        ad_connections_api.router,
     ):
         # In the merchant API's own reference (apidocs), not the partner one.
         app.include_router(router, prefix="/merchant/api", dependencies=settled)
@@ -201,6 +205,8 @@ def _include_routers(app: FastAPI) -> None:
         measurement_web.router,
         audiences_web.router,
         destinations_web.router,
+        ad_connections_callbacks.router,
+        ad_connections_web.router,
         dependencies=settled,
     )
     app.router.routes.append(console_mount(console))

@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qs
 
+from tests.destinations.fake_google_login import GoogleLogin
 from tests.destinations.fake_server import Answer, FakeServer, Request
 
 CLIENT_ID = "1234567890-abc.apps.googleusercontent.com"
@@ -47,7 +48,7 @@ def google_error(
     return Answer(status, {"error": error})
 
 
-class FakeGoogle(FakeServer):
+class FakeGoogle(GoogleLogin, FakeServer):
     def __init__(self, expires_in: int = 3599) -> None:
         self.expires_in = expires_in
         self.refresh_tokens = {REFRESH_TOKEN}
@@ -57,6 +58,7 @@ class FakeGoogle(FakeServer):
         self.events: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.bodies: list[dict[str, Any]] = []
         self.refused_hashes: set[str] = set()
+        self.init_login(CLIENT_ID, CLIENT_SECRET)  # fake_google_login: sign-in, user lists
         super().__init__()
 
     @property
@@ -98,6 +100,9 @@ class FakeGoogle(FakeServer):
     # -- the API -----------------------------------------------------------------------
 
     def handle(self, request: Request) -> Answer:
+        login = self.handle_login(request)
+        if login is not None:
+            return login
         if request.method != "POST":
             return google_error(404, "NOT_FOUND", "Method not found.")
         path = request.path.split("?", 1)[0]  # system parameters ($alt) do not change the route

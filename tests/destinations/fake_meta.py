@@ -20,6 +20,7 @@ import secrets
 from collections import defaultdict
 from typing import Any
 
+from tests.destinations.fake_meta_login import MetaLogin
 from tests.destinations.fake_server import Answer, FakeServer, Request
 
 ACCESS_TOKEN = "EAAGm0PX4ZCpsBAtest-meta-system-user-token"
@@ -44,7 +45,7 @@ def meta_error(
     return status, {"error": error}
 
 
-class FakeMeta(FakeServer):
+class FakeMeta(MetaLogin, FakeServer):
     def __init__(self) -> None:
         self.access_token = ACCESS_TOKEN
         self.audiences: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -54,6 +55,7 @@ class FakeMeta(FakeServer):
         self.refused_event_ids: set[str] = set()
         # Audience requests taken before the token expires (None: it never does).
         self.token_lasts_for: int | None = None
+        self.init_login()  # fake_meta_login: the login dialog, the exchange, the lists
         super().__init__()
 
     @property
@@ -97,6 +99,9 @@ class FakeMeta(FakeServer):
     # -- the API -----------------------------------------------------------------------
 
     def handle(self, request: Request) -> Answer:
+        login = self.handle_login(request)
+        if login is not None:
+            return login
         path = request.path.split("?", 1)[0]
         if "access_token" in request.path:
             return Answer(*meta_error(400, 100, "this stand-in expects the token in a header"))

@@ -9,6 +9,7 @@ from pydantic import SkipValidation
 
 from partnerlink.deps import PageDep, SessionDep, SettingsDep
 from partnerlink.destinations import service
+from partnerlink.destinations.ad_connections import service as ad_connections
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.request_shapes import DestinationChangeIn, DestinationRequestIn
 from partnerlink.destinations.schemas import destination_json, destination_request
@@ -40,11 +41,13 @@ def post_destination(
     profile: OwnedProfile, body: NewDestination, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """Connects the profile to a Meta or Google audience or conversions destination."""
+    request = destination_request(body)
     destination = service.create(
         session,
         profile_id=profile.id,
-        request=destination_request(body),
+        request=ad_connections.with_connection(session, settings, profile.id, request),
         signing_key=settings.signing_key,
+        ad_connection_id=request.connection_id,
     )
     return {"destination": destination_json(destination)}
 

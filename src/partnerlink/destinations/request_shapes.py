@@ -137,7 +137,14 @@ class DestinationRequestIn(_Described):
     kind: Literal["audience", "conversions"]
     segment: str | None = _segment_field()
     campaignId: str | None = _campaign_field()
-    credentials: MetaCredentials | GoogleCredentials
+    credentials: MetaCredentials | GoogleCredentials | None = Field(
+        None, description="§11's credentials, or instead `connection`."
+    )
+    connection: str | None = Field(
+        None,
+        description="The id of one of the profile's ad connections (CONTRACT §14), instead "
+        "of `credentials`: the destination uses its token.",
+    )
     target: MetaAudienceTarget | MetaSalesTarget | GoogleAudienceTarget | GoogleSalesTarget
     consent: GoogleConsent | None = Field(None, description="Google only.")
 

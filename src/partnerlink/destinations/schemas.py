@@ -197,6 +197,9 @@ class DestinationRequest:
     credentials: dict[str, str]
     target: dict[str, str]
     consent: dict[str, str] | None
+    # CONTRACT §14: the ad connection whose token it uses instead of `credentials` (the
+    # merchant API then fills `credentials` from it).
+    connection_id: str | None = None
 
 
 def destination_request(body: Any) -> DestinationRequest:
@@ -217,8 +220,12 @@ def destination_request(body: Any) -> DestinationRequest:
             if body.get(field) is not None:
                 problems.add(field, "is for audience destinations only")
     credentials = target = consent = None
+    connection_id = problems.read(connection_of, body)
     if platform is not None:
-        credentials = problems.read(credentials_of, platform, body.get("credentials"))
+        if connection_id is None:
+            credentials = problems.read(credentials_of, platform, body.get("credentials"))
+        else:
+            credentials = {}  # the merchant API makes them from the connection
         if kind is not None:
             target = problems.read(target_of, platform, kind, body.get("target"))
         consent = problems.read(consent_of, platform, body.get("consent"))
@@ -232,7 +239,20 @@ def destination_request(body: Any) -> DestinationRequest:
         credentials=credentials,
         target=target,
         consent=consent,
+        connection_id=connection_id,
     )
+
+
+def connection_of(body: dict[str, Any]) -> str | None:
+    """`connection` (CONTRACT §14), which stands instead of `credentials`."""
+    value = body.get("connection")
+    if value is None:
+        return None
+    if body.get("credentials") is not None:
+        raise invalid("connection", "stands instead of credentials: give one of the two")
+    if not isinstance(value, str) or not value.strip() or len(value) > 36:
+        raise invalid("connection", "must be the id of one of this profile's ad connections")
+    return value
 
 
 def _time(value: Any) -> str | None:

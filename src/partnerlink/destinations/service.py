@@ -63,7 +63,12 @@ def _check_campaign(session: Session, profile_id: str, campaign_id: str | None) 
 
 
 def create(
-    session: Session, *, profile_id: str, request: DestinationRequest, signing_key: bytes
+    session: Session,
+    *,
+    profile_id: str,
+    request: DestinationRequest,
+    signing_key: bytes,
+    ad_connection_id: str | None = None,
 ) -> Destination:
     _check_campaign(session, profile_id, request.campaign_id)
     destination_id = new_id()
@@ -78,6 +83,7 @@ def create(
         target=request.target,
         consent=request.consent,
         credentials_sealed=seal_credentials(signing_key, destination_id, request.credentials),
+        ad_connection_id=ad_connection_id,
         status=PENDING,
         members=0,
         sent_added=0,

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.audiences.service import DESCRIPTIONS
 from partnerlink.destinations import service
+from partnerlink.destinations.ad_connections import web as ad_pages
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
 from partnerlink.destinations.schemas import (
     CONSENT_FIELDS,
@@ -99,6 +100,8 @@ def ad_platforms_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
 ) -> HTMLResponse:
     context = _context(session, user.merchant.id, profile_id)
+    segment = request.query_params.get("segment")
+    context.update(ad_pages.page_context(session, request.app.state.settings, profile_id, segment))
     done = DONE.get(request.query_params.get("done", ""))
     return console_page(request, user, PAGE, {**context, "notice": done})
 
@@ -141,6 +144,7 @@ def _refused(
 ) -> HTMLResponse:
     session.rollback()
     context = _context(session, user.merchant.id, profile_id)
+    context.update(ad_pages.page_context(session, request.app.state.settings, profile_id, None))
     echoed = {k: v for k, v in form.items() if k not in SECRET_FORM and k != "csrf_token"}
     problems = [
         f"{problem['field']} {problem['message']}".strip()

@@ -15,6 +15,7 @@ SECRET_QUERY_PARAMS = (
     "access_token",
     "client_secret",
     "code",
+    "fb_exchange_token",  # Meta's short-lived token, exchanged for a long-lived one (§14)
     "integration_token",
     "refresh_token",
     "token",  # POST /v1/auth/revoke?token=: an access or refresh token
@@ -106,6 +107,17 @@ def redact(text: str) -> str:
 _TRACEBACKS = logging.Formatter()
 
 
+def _redacted_arg(value: object) -> object:
+    """A string redacted; so is an object printed as one that may hold a query (httpx
+    logs each request's `httpx.URL`, with the app secret or a code in it)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    text = str(value)
+    return redact(text) if "=" in text else value
+
+
 class RedactingFilter(logging.Filter):
     """Rewrites log records (uvicorn's access log included) before any handler sees them;
     an error's traceback too, rendered here once (formatters print `exc_text` as it is)."""
@@ -118,7 +130,7 @@ class RedactingFilter(logging.Filter):
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(_redacted_arg(a) for a in record.args)
         elif isinstance(record.args, dict):
             record.args = {
                 k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()

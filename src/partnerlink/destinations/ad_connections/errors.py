@@ -39,4 +39,9 @@ class UnknownAccount(DomainError):
     detail = "account: this connection cannot use that ad account (pick one from the list)."
 
     def __init__(self, detail: str | None = None) -> None:
-        super().__init__(detail, errors=[{"field": "account", "message": "is not an ad account this connection can use"}])
+        super().__init__(
+            detail,
+            errors=[
+                {"field": "account", "message": "is not an ad account this connection can use"}
+            ],
+        )

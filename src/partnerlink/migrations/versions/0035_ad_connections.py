@@ -18,7 +18,7 @@ depends_on = None
 TIME = sa.DateTime(timezone=True)
 
 
-def _profile() -> sa.Column:  # type: ignore[type-arg]
+def _profile() -> sa.Column:
     return sa.Column(
         "profile_id",
         sa.String(length=36),
