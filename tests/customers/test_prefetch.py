@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from partnerlink.customers import queries
 from partnerlink.customers.ingestion import batch_commit, ingest
 from partnerlink.customers.ingestion.json_stream import UploadFileInvalid
 from partnerlink.customers.ingestion.reader_process import Prefetched
@@ -84,7 +85,12 @@ def test_the_keep_alive_does_not_wait_on_the_row_an_open_batch_holds(
         finished.set()
 
     with sessions() as session, session.begin(), batch_commit._batch_open(upload):
-        batch_commit.renew_lease(session, settings, upload)  # holds the row till commit
+        queries.renew_upload_lease(  # holds the row till commit
+            session,
+            upload_id=upload.id,
+            lease_until=upload.lease_until,
+            lease_seconds=settings.upload_lease_seconds,
+        )
         thread = threading.Thread(target=renew)
         thread.start()
         assert finished.wait(5), "the keep-alive waited for the batch's own transaction"

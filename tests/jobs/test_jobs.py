@@ -171,17 +171,17 @@ def test_a_renewed_lease_is_the_one_held_and_a_lost_one_is_not_renewed(
             lease_seconds=300,
             now=utcnow(),
         )
-    assert renewed is not None and renewed > row.lease_until
+    assert renewed > row.lease_until
     with sessions.begin() as session:  # the old lease is no longer the one held
-        stale = jobs.renew_lease(
-            session,
-            rows_table,
-            row_id=row.id,
-            lease_until=row.lease_until,
-            lease_seconds=300,
-            now=utcnow(),
-        )
-        assert stale is None
+        with pytest.raises(jobs.LeaseLost):
+            jobs.renew_lease(
+                session,
+                rows_table,
+                row_id=row.id,
+                lease_until=row.lease_until,
+                lease_seconds=300,
+                now=utcnow(),
+            )
         assert jobs.record_if_leased(
             session, rows_table, row_id=row.id, lease_until=renewed, values={"status": "done"}
         )

@@ -142,10 +142,11 @@ def connection_revoked(session: Session, *, connection_id: str | None) -> bool:
     )
 
 
-def renew_lease(
+def renew_upload_lease(
     session: Session, *, upload_id: str, lease_until: datetime, lease_seconds: int
-) -> datetime | None:
-    """Extends the held lease (and locks the upload row); the new lease, or None if lost."""
+) -> datetime:
+    """Extends the held lease (and locks the upload row); the new lease, held once the
+    transaction commits, or jobs.LeaseLost if another worker took the upload over."""
     return jobs.renew_lease(
         session,
         _uploads,

@@ -8,6 +8,7 @@ primary key; `attempts` is counted when the table has it.
 """
 
 from partnerlink.jobs.leases import (
+    LeaseLost,
     claim_due,
     due_keys,
     lease_is_free,
@@ -19,6 +20,7 @@ from partnerlink.jobs.threads import JobThreads
 
 __all__ = [
     "JobThreads",
+    "LeaseLost",
     "backoff_seconds",
     "claim_due",
     "due_keys",

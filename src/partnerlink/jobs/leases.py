@@ -21,6 +21,10 @@ from sqlalchemy import Column, ColumnElement, Row, ScalarSelect, Table, select, 
 from sqlalchemy.orm import Session
 
 
+class LeaseLost(Exception):
+    """Another worker claimed the row after this worker's lease ran out: stop, record nothing."""
+
+
 def _key(table: Table) -> Column[Any]:
     keys = list(table.primary_key.columns)
     if len(keys) != 1:
@@ -122,12 +126,13 @@ def renew_lease(
     lease_until: datetime,
     lease_seconds: float,
     now: datetime,
-) -> datetime | None:
+) -> datetime:
     """Extends a held lease to `now + lease_seconds`; answers the new lease to hold the row
-    by from the commit on, or None if the lease was lost. (Should the transaction roll
-    back, the old lease is still the one held.)"""
+    by from the commit on, or raises LeaseLost. (Should the transaction roll back, the old
+    lease is still the one held.)"""
     renewed = now + timedelta(seconds=lease_seconds)
-    held = record_if_leased(
+    if not record_if_leased(
         session, table, row_id=row_id, lease_until=lease_until, values={"lease_until": renewed}
-    )
-    return renewed if held else None
+    ):
+        raise LeaseLost
+    return renewed

@@ -41,10 +41,6 @@ class Reclassify(Protocol):
     def __call__(self, sql: Sql, *, profile_id: str, customer_ids: set[int]) -> int: ...
 
 
-class LeaseLost(Exception):
-    """Another worker took the upload over (our lease ran out)."""
-
-
 @dataclass
 class ClaimedUpload:
     id: str
@@ -64,20 +60,6 @@ class ClaimedUpload:
     # A batch's transaction is open (it holds the upload's row): the lease is renewed
     # by the batch, not by ingest's keep-alive, which would wait for that row forever.
     batch_open: bool = False
-
-
-def renew_lease(session: Session, settings: Settings, upload: ClaimedUpload) -> datetime:
-    """Extends the lease in the session's transaction; LeaseLost if another worker took over.
-    Answers the new lease, which the caller holds once the transaction has committed."""
-    renewed = queries.renew_lease(
-        session,
-        upload_id=upload.id,
-        lease_until=upload.lease_until,
-        lease_seconds=settings.upload_lease_seconds,
-    )
-    if renewed is None:
-        raise LeaseLost
-    return renewed
 
 
 def commit_batch(
@@ -149,7 +131,12 @@ def _apply_batch(
 ) -> datetime:
     """One batch and the upload's progress, in the caller's transaction: answers the
     renewed lease, held once that transaction commits."""
-    lease_until = renew_lease(session, settings, upload)
+    lease_until = queries.renew_upload_lease(
+        session,
+        upload_id=upload.id,
+        lease_until=upload.lease_until,
+        lease_seconds=settings.upload_lease_seconds,
+    )
     rekeyed: set[int] = set()
     counts = apply_records(
         session,

@@ -35,11 +35,9 @@ from partnerlink.customers import queries
 from partnerlink.customers.ingestion.batch_commit import (
     ClaimedUpload,
     HeldBatchCollided,
-    LeaseLost,
     Reclassify,
     apply_until_checked,
     commit_batch,
-    renew_lease,
 )
 from partnerlink.customers.ingestion.reader import (
     ParsedBatch,
@@ -54,6 +52,7 @@ from partnerlink.customers.ingestion.reader_process import (
 from partnerlink.customers.models import Upload
 from partnerlink.customers.storage import UploadStorage
 from partnerlink.customers.storage.configured import upload_storage
+from partnerlink.jobs import LeaseLost
 from partnerlink.settings import Settings
 from partnerlink.tokens.service import event_receivers
 from partnerlink.webhooks.events import upload_finished
@@ -233,7 +232,12 @@ def _lease_keeper(
         if upload.batch_open or time.monotonic() - renewed < every:
             return
         with sessions() as session, session.begin():
-            lease_until = renew_lease(session, settings, upload)
+            lease_until = queries.renew_upload_lease(
+                session,
+                upload_id=upload.id,
+                lease_until=upload.lease_until,
+                lease_seconds=settings.upload_lease_seconds,
+            )
         upload.lease_until = lease_until
         renewed = time.monotonic()
 

@@ -48,9 +48,9 @@ from partnerlink.destinations.service import open_credentials
 from partnerlink.destinations.sync import members
 from partnerlink.destinations.sync.audience_sync import sync_audience
 from partnerlink.destinations.sync.conversion_sync import sync_conversions
-from partnerlink.destinations.sync.progress import Lease, LeaseLost, Report
+from partnerlink.destinations.sync.progress import Lease, Report
 from partnerlink.destinations.sync.senders import GoogleAudience, MetaAudience, sender_for
-from partnerlink.jobs import backoff_seconds, record_if_leased
+from partnerlink.jobs import LeaseLost, backoff_seconds, record_if_leased
 from partnerlink.security.identifier_digests import identifier_key
 from partnerlink.settings import Settings
 

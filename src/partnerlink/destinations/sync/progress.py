@@ -14,10 +14,6 @@ from partnerlink.jobs import renew_lease
 LEASE_SECONDS = 300.0  # renewed with every batch recorded
 
 
-class LeaseLost(Exception):
-    """Another worker claimed the destination after our lease ran out: stop, record nothing."""
-
-
 class Lease:
     def __init__(self, destination_id: str, until: datetime) -> None:
         self.destination_id = destination_id
@@ -25,8 +21,8 @@ class Lease:
 
     def renew(self, session: Session) -> None:
         """In the transaction recording a batch: that batch is kept only if we still hold
-        the destination."""
-        renewed = renew_lease(
+        the destination (else jobs.LeaseLost)."""
+        self.until = renew_lease(
             session,
             queries.destinations,
             row_id=self.destination_id,
@@ -34,9 +30,6 @@ class Lease:
             lease_seconds=LEASE_SECONDS,
             now=utcnow(),
         )
-        if renewed is None:
-            raise LeaseLost()
-        self.until = renewed
 
 
 class Report:
