@@ -186,16 +186,6 @@ def expiry_warning(connection: AdConnection | None, now: datetime | None = None)
     return f"Reconnect with {NAMES[connection.platform]} before {connection.expires_at:%d %B %Y}"
 
 
-def connection_json(connection: AdConnection) -> dict[str, object]:
-    expires = connection.expires_at
-    return {
-        "id": connection.id,
-        "platform": connection.platform,
-        "accountName": connection.account_name,
-        "expiresAt": expires.isoformat() if expires is not None else None,
-    }
-
-
 def with_connection(
     session: Session, settings: Settings, profile_id: str, request: DestinationRequest
 ) -> DestinationRequest:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.audiences.service import DESCRIPTIONS
 from partnerlink.destinations import service as destinations
-from partnerlink.destinations.ad_connections import lists, picks, service, sign_in
+from partnerlink.destinations.ad_connections import lists, picks, schemas, service, sign_in
 from partnerlink.destinations.ad_connections.models import AdConnection
 from partnerlink.destinations.platform import platform_client
 from partnerlink.destinations.schemas import destination_request
@@ -124,7 +124,7 @@ def _pick_page(
     profile = owned_profile(session, merchant_id=user.merchant.id, profile_id=connection.profile_id)
     context = {
         "profile": profile,
-        "connection": service.connection_json(connection),
+        "connection": schemas.connection_json(connection),
         "name": service.NAMES[connection.platform],
         "segments": DESCRIPTIONS,
         "form": form,
@@ -217,7 +217,7 @@ def page_context(
         "can_connect": {p: service.configured(settings, p) for p in service.NAMES},
         "ad_connections": [
             {
-                **service.connection_json(c),
+                **schemas.connection_json(c),
                 "name": service.NAMES[c.platform],
                 "warning": warnings[c.id],
             }

@@ -11,7 +11,7 @@ import httpx
 from fastapi import APIRouter, Body, Depends, Request, Response
 
 from partnerlink.deps import SessionDep, SettingsDep
-from partnerlink.destinations.ad_connections import lists, service, sign_in
+from partnerlink.destinations.ad_connections import lists, schemas, service, sign_in
 from partnerlink.destinations.ad_connections.errors import (
     NotConfigured,
     PlatformRefused,
@@ -75,7 +75,7 @@ def post_ad_connection(
 @router.get(PREFIX, responses=RESPONSES)
 def list_ad_connections(profile: OwnedProfile, session: SessionDep) -> dict[str, Any]:
     return {
-        "connections": [service.connection_json(c) for c in service.of_profile(session, profile.id)]
+        "connections": [schemas.connection_json(c) for c in service.of_profile(session, profile.id)]
     }
 
 
