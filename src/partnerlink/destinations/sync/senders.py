@@ -9,8 +9,9 @@ protocol itself is meta.py's and google.py's.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import httpx
@@ -62,6 +63,15 @@ class EventSender(Protocol):
     def send(self, sales: Sequence[Sale]) -> Sent: ...
 
 
+class PlatformReport(Protocol):
+    """A platform's answer to one call: the rows it refused, and what lastReport keeps."""
+
+    @property
+    def rejected(self) -> int: ...
+
+    def as_report(self) -> dict[str, Any]: ...
+
+
 class MetaAudience:
     batch = meta.MAX_AUDIENCE_ROWS
 
@@ -84,27 +94,46 @@ class MetaAudience:
         return self._sent(report, len(rows))
 
 
-class MetaEvents:
-    batch = meta.MAX_EVENTS
+class Events:
+    """Orders as one platform's conversion events, by one rule for every platform: each
+    sale becomes the platform's purchase event (`event_of`), the chunk goes in one call
+    (`send_events`: the client, bound to the destination's target), and the answer is a
+    `Sent`. `batch` is the platform's most events a call."""
 
-    def __init__(self, client: meta.MetaClient, dataset_id: str) -> None:
-        self.client = client
-        self.dataset_id = dataset_id
+    def __init__(
+        self,
+        batch: int,
+        event_of: Callable[[Sale], dict[str, Any]],
+        send_events: Callable[[list[dict[str, Any]]], PlatformReport],
+    ) -> None:
+        self.batch = batch
+        self.event_of = event_of
+        self.send_events = send_events
 
     def send(self, sales: Sequence[Sale]) -> Sent:
-        events = [
-            meta.meta_purchase_event(
-                event_id=sale.event_id,
-                created_at=sale.created_at,
-                value=sale.value,
-                currency=sale.currency,
-                order_id=sale.order_id,
-                user_data=meta_user_data(sale.identity),
-            )
-            for sale in sales
-        ]
-        report = self.client.send_events(self.dataset_id, events)
+        report = self.send_events([self.event_of(sale) for sale in sales])
         return Sent(len(sales), report.rejected, report.as_report())
+
+
+def _meta_event(sale: Sale) -> dict[str, Any]:
+    return meta.meta_purchase_event(
+        event_id=sale.event_id,
+        created_at=sale.created_at,
+        value=sale.value,
+        currency=sale.currency,
+        order_id=sale.order_id,
+        user_data=meta_user_data(sale.identity),
+    )
+
+
+def _google_event(sale: Sale) -> dict[str, Any]:
+    return google.google_purchase_event(
+        transaction_id=sale.event_id,
+        created_at=sale.created_at,
+        value=sale.value,
+        currency=sale.currency,
+        user_data=google_user_data(sale.identity),
+    )
 
 
 class GoogleAudience:
@@ -127,34 +156,12 @@ class GoogleAudience:
         return Sent(len(rows), report.rejected, report.as_report())
 
 
-class GoogleEvents:
-    batch = google.MAX_EVENTS
-
-    def __init__(self, client: google.GoogleClient, target: google.GoogleTarget) -> None:
-        self.client = client
-        self.target = target
-
-    def send(self, sales: Sequence[Sale]) -> Sent:
-        events = [
-            google.google_purchase_event(
-                transaction_id=sale.event_id,
-                created_at=sale.created_at,
-                value=sale.value,
-                currency=sale.currency,
-                user_data=google_user_data(sale.identity),
-            )
-            for sale in sales
-        ]
-        report = self.client.send_events(self.target, events)
-        return Sent(len(sales), report.rejected, report.as_report())
-
-
 def sender_for(
     destination: Destination,
     credentials: dict[str, str],
     settings: Settings,
     http: httpx.Client,
-) -> MetaAudience | MetaEvents | GoogleAudience | GoogleEvents:
+) -> MetaAudience | GoogleAudience | Events:
     target = destination.target
     if destination.platform == "meta":
         client = meta.MetaClient(
@@ -165,7 +172,9 @@ def sender_for(
         )
         if destination.kind == "audience":
             return MetaAudience(client, target["audienceId"])
-        return MetaEvents(client, target["datasetId"])
+        return Events(
+            meta.MAX_EVENTS, _meta_event, partial(client.send_events, target["datasetId"])
+        )
     google_client = google.GoogleClient(
         datamanager_url=settings.google_datamanager_url,
         token_url=settings.google_token_url,
@@ -185,4 +194,6 @@ def sender_for(
     )
     if audience:
         return GoogleAudience(google_client, google_target)
-    return GoogleEvents(google_client, google_target)
+    return Events(
+        google.MAX_EVENTS, _google_event, partial(google_client.send_events, google_target)
+    )
