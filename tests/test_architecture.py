@@ -17,11 +17,18 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "partnerlink"
 
+# What most domains import: "(+ shared)" in ARCHITECTURE.md's table.
+SHARED = "db deps problems security settings"
+
 # Each top-level package or module of src/partnerlink, and what it may import (besides
-# itself). Keep in step with ARCHITECTURE.md's table. Lower layers first.
+# itself), in ARCHITECTURE.md's table's order: lower layers first, each listed below all
+# that it may import (test_the_allowed_directions_go_down_the_table). The table says the
+# same (test_architecture_md_lists_the_allowed_directions).
 ALLOWED: dict[str, frozenset[str]] = {
     name: frozenset(targets.split())
     for name, targets in {
+        # partnerlink/__init__.py (__version__).
+        "__init__": "",
         # Domain-free rules (digests, storable text, currencies): everyone may import it.
         "kit": "",
         # Shared machinery: imports no domain.
@@ -29,59 +36,60 @@ ALLOWED: dict[str, frozenset[str]] = {
         "phones": "",
         "log_format": "",
         "problems": "",
-        "security": "settings",
+        "security": "",
         "validation": "problems",
-        "middleware": "log_format problems settings",
-        "ops": "problems db deps settings",
-        "deps": "settings problems db",
-        "db": "settings problems",
+        "middleware": "log_format problems",
+        "db": "problems settings",
         # Background jobs over domain rows (claim, lease, backoff): below every domain.
-        "jobs": "db settings",
+        "jobs": "",
+        "deps": "db settings",
+        "idempotency": "db problems settings",
+        "ops": "problems",
         "web": "deps problems security settings",
         # Domains, each importing only those above it.
-        "idempotency": "db deps problems settings",
-        "partners": "db problems security settings",
-        "webhooks": "db deps jobs partners problems security settings",
-        "sandbox": "connect db deps merchant pairing partners problems security settings stores webhooks",
-        "tokens": "db deps partners problems security settings webhooks",
-        "stores": "db deps phones problems security settings tokens",
-        "merchant": "db deps partners problems security settings stores tokens web webhooks",
-        "pairing": "db deps merchant partners problems security settings stores tokens",
-        "connect": "db deps merchant partners problems security settings stores tokens web",
-        "customers": (
-            "db deps jobs merchant phones problems security settings stores tokens webhooks"
-        ),
+        "partners": "db problems security",
+        "webhooks": f"{SHARED} jobs partners",
+        "tokens": f"{SHARED} partners webhooks",
+        "stores": f"{SHARED} phones tokens",
+        "merchant": f"{SHARED} partners stores tokens web webhooks",
+        "pairing": f"{SHARED} merchant partners stores",
+        "connect": f"{SHARED} merchant partners stores tokens web",
+        "customers": f"{SHARED} jobs merchant phones stores tokens webhooks",
+        "apidocs": "__init__ merchant problems",
+        "sandbox": f"{SHARED} connect merchant pairing partners stores webhooks",
         # The e-receipt rule and its outbox rows (receipts/outbox.py) sit below orders,
         # which writes them in its own transaction and renders the receipt page.
-        "receipts": "customers db deps jobs problems security settings stores",
+        "receipts": f"{SHARED} customers jobs stores",
         "orders": (
-            "customers db deps idempotency merchant middleware problems receipts security"
-            " settings stores tokens validation web"
+            f"{SHARED} customers idempotency merchant middleware receipts stores tokens"
+            " validation web"
         ),
         # What puts the domains together.
-        "console": (
-            "customers deps merchant orders pairing partners problems security settings stores web"
-        ),
-        "apidocs": "__init__ merchant problems",
-        "audiences": (
-            "customers db deps jobs measurement merchant orders problems receipts security"
-            " settings stores web"
-        ),
-        "measurement": "customers db deps idempotency merchant orders problems stores web",
+        "console": f"{SHARED} customers merchant orders pairing partners stores web",
+        "measurement": f"{SHARED} customers idempotency merchant orders stores web",
+        "audiences": f"{SHARED} customers jobs measurement merchant orders receipts stores web",
         # Ad platforms: clients (meta, google), identifiers from audiences' normalization,
         # the sync engine over the jobs leases.
         "destinations": (
-            "audiences customers db deps jobs measurement merchant orders partners"
-            " problems receipts security settings stores web"
+            f"{SHARED} audiences customers jobs measurement merchant orders partners stores web"
         ),
-        "models": "audiences connect customers db destinations idempotency measurement merchant orders pairing partners receipts stores tokens webhooks",
+        "worker": "audiences customers destinations idempotency orders receipts settings webhooks",
+        "models": (
+            "audiences connect customers db destinations idempotency measurement merchant"
+            " orders pairing partners receipts stores tokens webhooks"
+        ),
         # Alembic's scripts: env.py reads the model registry; nothing imports them.
         "migrations": "db models",
-        "worker": "audiences customers destinations idempotency orders receipts settings webhooks",
-        "app": "__init__ apidocs audiences connect console customers db deps destinations measurement merchant middleware ops orders pairing problems receipts sandbox security settings stores tokens validation web webhooks worker",
-        "cli": "__init__ audiences db destinations log_format measurement merchant models ops orders pairing partners problems receipts security settings stores webhooks worker",
+        "app": (
+            "__init__ apidocs audiences connect console customers db destinations measurement"
+            " merchant middleware ops orders pairing problems receipts sandbox security"
+            " settings stores tokens validation web webhooks worker"
+        ),
+        "cli": (
+            "audiences db destinations log_format measurement merchant ops orders pairing"
+            " partners problems receipts security settings stores webhooks worker"
+        ),
         "__main__": "cli",
-        "__init__": "",
     }.items()
 }
 
@@ -174,6 +182,55 @@ def test_the_allowed_directions_have_no_cycle() -> None:
 
     for unit in ALLOWED:
         visit(unit, ())
+
+
+def test_the_allowed_directions_go_down_the_table() -> None:
+    # Lower layers first: every package is listed below all that it may import.
+    order = list(ALLOWED)
+    upward = [
+        f"{unit} may import {target}, listed below it"
+        for unit, targets in ALLOWED.items()
+        for target in sorted(targets)
+        if order.index(target) > order.index(unit)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def _layer_table() -> list[tuple[list[str], str]]:
+    """ARCHITECTURE.md's layer table: (its packages, what they may import), in order."""
+    text = (PACKAGE.parents[1] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = text.split("| package | what it holds | may import |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        rows.append((re.findall(r"`([a-z_]+)`", cells[0]), cells[-1]))
+    return rows
+
+
+def _named_imports(cell: str) -> frozenset[str] | None:
+    """The packages a "may import" cell names; None for "anything below" and the like."""
+    if cell.startswith("nothing of ours"):
+        return frozenset()
+    if "anything below" in cell or "every domain" in cell:
+        return None
+    cell = cell.split(" — ")[0].replace("(+ shared)", SHARED)
+    return frozenset(re.findall(r"[a-z_]+", cell))
+
+
+def test_architecture_md_lists_the_allowed_directions() -> None:
+    rows = _layer_table()
+    listed = [name for names, _ in rows for name in names]
+    assert set(listed) == set(ALLOWED) - {"__init__", "__main__"}
+    wrong = [
+        f"{name}: ARCHITECTURE.md says {sorted(named)}, ALLOWED {sorted(ALLOWED[name])}"
+        for names, cell in rows
+        for name in names
+        # partnerlink/__init__.py is the version string, named by no row.
+        if (named := _named_imports(cell)) is not None and named != ALLOWED[name] - {"__init__"}
+    ]
+    assert not wrong, "\n".join(wrong)
+    # The same order as ALLOWED: lower layers first.
+    assert listed == [name for name in ALLOWED if name in listed]
 
 
 def test_project_imports_sit_at_the_top_of_their_module() -> None:
