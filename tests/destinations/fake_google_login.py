@@ -11,9 +11,9 @@
   the verifier whose S256 challenge it was issued for (else 400 `invalid_grant`).
 - `GET /v1/accountTypes/GOOGLE_ADS/accounts/{id}/userLists[?pageToken]`:
   `{"userLists": [UserList], "nextPageToken"?}`, `PAGE` a page; `POST` on the same path
-  with a UserList: the list made, with its `name` and `id`. A UserList's fields are
-  checked by name (an unknown one is 400 INVALID_ARGUMENT "Unknown name", as Google's
-  JSON parser answers), `displayName` required.
+  with a UserList: the list made, with its `name` and `id`. The body must parse as the
+  official `google-ads-datamanager` type (`datamanager_v1.UserList`; what it refuses is
+  400 INVALID_ARGUMENT, as Google's JSON parser answers), `displayName` required.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ import re
 import secrets
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from google.ads import datamanager_v1
+from google.protobuf.json_format import ParseError
 
 from tests.destinations.fake_server import Answer, FakeServer, Request
 
@@ -177,8 +180,11 @@ class GoogleLogin(FakeServer):
     def _create(self, account: str, request: Request) -> Answer:
         try:
             body = request.json()
-        except ValueError:
-            return _error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.")
+            # The official type refuses what Google's JSON parser refuses (an unknown field,
+            # a wrong enum value or type).
+            datamanager_v1.UserList.from_json(request.body.decode())
+        except (ValueError, ParseError) as error:
+            return _error(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {error}")
         problem = _user_list_problem(body)
         if problem:
             return _error(400, "INVALID_ARGUMENT", problem)

@@ -5,11 +5,16 @@ Google refuses, access_denied, stores nothing."""
 
 from __future__ import annotations
 
+import json
+
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from google.ads import datamanager_v1
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from partnerlink.destinations.ad_connections.google_login import user_list_body
 from partnerlink.settings import Settings
 from tests.audiences.helpers import add_customer
 from tests.destinations import fake_google
@@ -121,3 +126,19 @@ def test_a_code_google_refuses_or_a_denial_stores_nothing(
     )
     assert denied.status_code == 400 and "You did not allow PartnerLink" in denied.text
     assert count_connections(session) == 0
+
+
+def test_a_user_list_body_parses_as_the_official_type_and_the_stand_in_refuses_others(
+    google: FakeGoogle,
+) -> None:
+    body = user_list_body("Corner Bakery – all", "Kept in sync by PartnerLink")
+    parsed = datamanager_v1.UserList.from_json(json.dumps(body))
+    assert parsed.ingested_user_list_info.upload_key_types == [
+        datamanager_v1.IngestedUserListInfo.UploadKeyType.CONTACT_ID
+    ]
+    google.access_tokens.add("ya29.test")
+    url = f"{google.url}/v1/accountTypes/GOOGLE_ADS/accounts/{CUSTOMER}/userLists"
+    auth = {"Authorization": "Bearer ya29.test"}
+    refused = httpx.post(url, json={**body, "membershipLifeSpan": 30}, headers=auth)
+    assert refused.status_code == 400 and refused.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert httpx.post(url, json=body, headers=auth).status_code == 200

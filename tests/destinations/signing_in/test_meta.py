@@ -230,3 +230,20 @@ def test_without_expires_in_the_expiry_is_read_with_debug_token(
         "connections"
     ]
     assert connection["expiresAt"] > (utcnow() + timedelta(days=58)).isoformat()
+
+
+def test_an_account_the_sign_in_cannot_use_is_refused_by_name(
+    client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    connection_id = connect(client, shop.profile.id, owner, "meta")
+    path = f"{connections_path(shop.profile.id)}/{connection_id}"
+    answer = client.get(f"{path}/audiences", params={"account": "999000000001"}, headers=owner)
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [
+        {"field": "account", "message": "is not an ad account this connection can use"}
+    ]
+    bad = client.post(
+        f"{path}/audiences", json={"account": "act_x", "segment": "nope"}, headers=owner
+    )
+    assert bad.status_code == 400
+    assert {e["field"] for e in bad.json()["errors"]} == {"account", "segment"}  # both at once
