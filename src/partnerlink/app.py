@@ -31,10 +31,9 @@ from partnerlink.customers import merchant_api as customers_merchant_api
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.destinations import merchant_api as destinations_merchant_api
 from partnerlink.destinations import web as destinations_web
-from partnerlink.destinations.ad_connections import api as ad_connections_api
 from partnerlink.destinations.ad_connections import callbacks as ad_connections_callbacks
-from partnerlink.destinations.ad_connections import web as ad_connections_web
 from partnerlink.destinations.ad_connections import merchant_api as ad_connections_api
+from partnerlink.destinations.ad_connections import web as ad_connections_web
 from partnerlink.kit.process import tune_garbage_collector
 from partnerlink.measurement import merchant_api as measurement_merchant_api
 from partnerlink.measurement import web as measurement_web
