@@ -247,3 +247,41 @@ def test_an_account_the_sign_in_cannot_use_is_refused_by_name(
     )
     assert bad.status_code == 400
     assert {e["field"] for e in bad.json()["errors"]} == {"account", "segment"}  # both at once
+
+
+def test_reconnecting_gives_every_destination_of_the_connection_the_new_token(
+    app: FastAPI,
+    client: TestClient,
+    shop: ConnectedStoreFixture,
+    owner: dict[str, str],
+    meta: FakeMeta,
+    session: Session,
+    settings: Settings,
+) -> None:
+    profile_id = shop.profile.id
+    add_customer(session, shop.store, email="someone@example.com")
+    connection_id = connect(client, profile_id, owner, "meta")
+    destinations = f"/merchant/api/profiles/{profile_id}/destinations"
+    body = {
+        "platform": "meta",
+        "kind": "audience",
+        "segment": "all",
+        "connection": connection_id,
+        "target": {"audienceId": fake_meta.AUDIENCE_ID},
+    }
+    made = client.post(destinations, json=body, headers=owner).json()["destination"]
+    meta.access_token = "EAAGrenewed-long-lived-token"  # the old token stops working
+    run_worker(app, settings)
+    stopped = client.get(f"{destinations}/{made['id']}", headers=owner).json()["destination"]
+    assert stopped["status"] == "needs_attention"
+
+    base = connections_path(profile_id)
+    again = client.post(f"{base}/meta", params={"connection": connection_id}, headers=owner)
+    assert client.get(approve(again.json()["authorizeUrl"])).status_code == 200
+    listed = client.get(base, headers=owner).json()["connections"]
+    assert [c["id"] for c in listed] == [connection_id]  # the same connection, a new token
+    run_worker(app, settings)
+    synced = client.get(f"{destinations}/{made['id']}", headers=owner).json()["destination"]
+    assert synced["status"] == "active" and synced["sent"]["added"] == 1
+    other = client.post(f"{base}/google", params={"connection": connection_id}, headers=owner)
+    assert other.status_code == 404

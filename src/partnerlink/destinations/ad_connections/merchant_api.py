@@ -55,11 +55,20 @@ def post_ad_connection(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    connection: str | None = None,
 ) -> dict[str, Any]:
     """Starts a sign-in with Meta or Google: open `authorizeUrl` in the merchant's browser;
-    the platform sends it back to PartnerLink's callback, which saves the connection."""
+    the platform sends it back to PartnerLink's callback, which saves the connection.
+    `?connection=` (one of the profile's) reconnects it: the new token replaces the old
+    one in every destination that used it."""
     if platform not in service.NAMES:
         raise UnknownConnection("No such ad platform: meta or google.")
+    replacing = None
+    if connection is not None:
+        found = service.find(session, profile_id=profile.id, connection_id=connection)
+        if found.platform != platform:
+            raise UnknownConnection(f"No such {service.NAMES[platform]} connection.")
+        replacing = found.id
     url = sign_in.start(
         session,
         settings,
@@ -68,6 +77,7 @@ def post_ad_connection(
         merchant_id=merchant.id,
         session_token=presented_session_token(request),
         via="api",
+        connection_id=replacing,
     )
     return {"authorizeUrl": url}
 
