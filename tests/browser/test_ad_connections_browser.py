@@ -15,7 +15,8 @@ from tests.browser.conftest import Deployment, empty_all_tables, live_env_for
 from tests.browser.test_ad_platforms_browser import _arrange
 from tests.browser.test_console_browser import console_sign_in
 from tests.conftest import LiveServer
-from tests.destinations import fake_meta, fake_meta_login
+from tests.destinations import fake_google, fake_meta, fake_meta_login
+from tests.destinations.fake_google import FakeGoogle
 from tests.destinations.fake_meta import FakeMeta
 
 pytestmark = pytest.mark.browser
@@ -28,14 +29,22 @@ def meta() -> Iterator[FakeMeta]:
 
 
 @pytest.fixture(scope="module")
+def google() -> Iterator[FakeGoogle]:
+    with FakeGoogle() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def signing_in(
     browser: Any,
     database_url: str,
     partner_origin: str,
     meta: FakeMeta,
+    google: FakeGoogle,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Deployment]:
-    """A deployment with the operator's Meta app registered, Meta being the stand-in."""
+    """A deployment with the operator's Meta app and Google client registered, both
+    platforms being the stand-ins."""
     empty_all_tables(database_url)
     env = live_env_for(
         database_url,
@@ -45,6 +54,11 @@ def signing_in(
         PARTNERLINK_META_API_VERSION=fake_meta.VERSION,
         PARTNERLINK_META_APP_ID=fake_meta_login.APP_ID,
         PARTNERLINK_META_APP_SECRET=fake_meta_login.APP_SECRET,
+        PARTNERLINK_GOOGLE_CLIENT_ID=fake_google.CLIENT_ID,
+        PARTNERLINK_GOOGLE_CLIENT_SECRET=fake_google.CLIENT_SECRET,
+        PARTNERLINK_GOOGLE_AUTH_URL=f"{google.url}/auth",
+        PARTNERLINK_GOOGLE_TOKEN_URL=google.token_url,
+        PARTNERLINK_GOOGLE_DATAMANAGER_URL=google.datamanager_url,
     )
     server = LiveServer(env)
     server.start()
@@ -97,3 +111,45 @@ def test_sign_in_connect_pick_and_sync(
     assert "Up to date" in row.inner_text(), row.inner_text()
     assert len(meta.audiences[audience_id]) == 3
     assert fake_meta.ACCESS_TOKEN not in page.content()
+
+
+def _synced(page: Any, name: str) -> str:
+    """The row of the destination once the server's worker synced it (within seconds)."""
+    row = page.get_by_role("row").filter(has_text=name)
+    for _ in range(120):
+        if "Up to date" in row.inner_text():
+            break
+        page.wait_for_timeout(500)
+        page.reload()
+        row = page.get_by_role("row").filter(has_text=name)
+    text: str = row.inner_text()
+    return text
+
+
+def test_connect_with_google_type_the_customer_id_and_pick_a_list(
+    page: Any, signing_in: Deployment, google: FakeGoogle
+) -> None:
+    deployment = signing_in
+    email = deployment.merchant(profile="Harbour Deli")
+    auth = deployment.merchant_api_auth(email)
+    base = f"{deployment.url}/merchant/api"
+    profile = httpx.get(f"{base}/profiles", headers=auth).json()["profiles"][0]
+    store = httpx.post(
+        f"{base}/profiles/{profile['id']}/stores",
+        json={"name": "Deli Dock", "address": "3 Dock", "countryCode": "GB"},
+        headers=auth,
+    ).json()["store"]
+    _arrange(deployment, store["id"])
+    google.add_user_list("1234567890", "900000001", "Newsletter")
+
+    console_sign_in(page, deployment, email)
+    page.goto(f"{deployment.url}/merchant/profiles/{profile['id']}/ad-platforms")
+    page.get_by_role("link", name="Connect with Google").click()
+    page.get_by_role("heading", name="Connected with Google: Google account").wait_for()
+    page.get_by_label("Google Ads customer id").fill("123-456-7890")
+    page.get_by_role("button", name="Show its customer lists").click()
+    page.get_by_label("Customer list (for an audience)").select_option("900000001")
+    page.get_by_role("button", name="Keep it in sync").click()
+    page.get_by_text("Connected. The first sync starts within a minute.").wait_for()
+    assert "Up to date" in _synced(page, "Google audience")
+    assert len(google.members("900000001")) == 3
