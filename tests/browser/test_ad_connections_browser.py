@@ -70,23 +70,29 @@ def signing_in(
         server.stop()
 
 
-def test_sign_in_connect_pick_and_sync(
-    page: Any, signing_in: Deployment, meta: FakeMeta, shots: Path
-) -> None:
-    deployment = signing_in
-    email = deployment.merchant(profile="Corner Bakery")
+def _signed_in_shop(page: Any, deployment: Deployment, business: str) -> str:
+    """A merchant with a business, a store and three customers, signed in to the console;
+    answers the business's profile id."""
+    email = deployment.merchant(profile=business)
     auth = deployment.merchant_api_auth(email)
     base = f"{deployment.url}/merchant/api"
     profile = httpx.get(f"{base}/profiles", headers=auth).json()["profiles"][0]
     store = httpx.post(
         f"{base}/profiles/{profile['id']}/stores",
-        json={"name": "Bakery Lane", "address": "2 Lane", "countryCode": "GB"},
+        json={"name": f"{business} shop", "address": "2 Lane", "countryCode": "GB"},
         headers=auth,
     ).json()["store"]
     _arrange(deployment, store["id"])
-
     console_sign_in(page, deployment, email)
-    page.goto(f"{deployment.url}/merchant/profiles/{profile['id']}/audiences")
+    return str(profile["id"])
+
+
+def test_sign_in_connect_pick_and_sync(
+    page: Any, signing_in: Deployment, meta: FakeMeta, shots: Path
+) -> None:
+    deployment = signing_in
+    profile_id = _signed_in_shop(page, deployment, "Corner Bakery")
+    page.goto(f"{deployment.url}/merchant/profiles/{profile_id}/audiences")
     page.get_by_role("link", name="Keep All customers in sync on Meta").first.click()
     page.screenshot(path=shots / "ad-platforms-connect.png", full_page=True)
     page.get_by_role("link", name="Connect with Meta").click()
@@ -101,14 +107,7 @@ def test_sign_in_connect_pick_and_sync(
     (audience_id,) = [a for a in meta.audience_info if a not in (fake_meta.AUDIENCE_ID,)]
     assert meta.created_audiences[0]["name"] == "Corner Bakery – all"
 
-    row = page.get_by_role("row").filter(has_text="Meta audience")
-    for _ in range(120):
-        if "Up to date" in row.inner_text():
-            break
-        page.wait_for_timeout(500)
-        page.reload()
-        row = page.get_by_role("row").filter(has_text="Meta audience")
-    assert "Up to date" in row.inner_text(), row.inner_text()
+    assert "Up to date" in _synced(page, "Meta audience")
     assert len(meta.audiences[audience_id]) == 3
     assert fake_meta.ACCESS_TOKEN not in page.content()
 
@@ -130,20 +129,9 @@ def test_connect_with_google_type_the_customer_id_and_pick_a_list(
     page: Any, signing_in: Deployment, google: FakeGoogle
 ) -> None:
     deployment = signing_in
-    email = deployment.merchant(profile="Harbour Deli")
-    auth = deployment.merchant_api_auth(email)
-    base = f"{deployment.url}/merchant/api"
-    profile = httpx.get(f"{base}/profiles", headers=auth).json()["profiles"][0]
-    store = httpx.post(
-        f"{base}/profiles/{profile['id']}/stores",
-        json={"name": "Deli Dock", "address": "3 Dock", "countryCode": "GB"},
-        headers=auth,
-    ).json()["store"]
-    _arrange(deployment, store["id"])
+    profile_id = _signed_in_shop(page, deployment, "Harbour Deli")
     google.add_user_list("1234567890", "900000001", "Newsletter")
-
-    console_sign_in(page, deployment, email)
-    page.goto(f"{deployment.url}/merchant/profiles/{profile['id']}/ad-platforms")
+    page.goto(f"{deployment.url}/merchant/profiles/{profile_id}/ad-platforms")
     page.get_by_role("link", name="Connect with Google").click()
     page.get_by_role("heading", name="Connected with Google: Google account").wait_for()
     page.get_by_label("Google Ads customer id").fill("123-456-7890")
