@@ -1,4 +1,5 @@
-"""Measurement at scale: the results call and a 10,000-touch import with re-classification.
+"""Measurement at scale: the results call, a 10,000-touch import with re-classification, the
+lift planner, and a campaign's window changed over its 10,000 touches.
 
     PYTHONPATH=src python bench/measurement.py --database-url postgresql://postgres@127.0.0.1:5432/postgres \
         [--orders 1000000] [--touches 200000] [--import-size 10000]
@@ -14,7 +15,13 @@ the real application and its merchant API:
   must at least read);
 - POST .../touches with --import-size touches naming existing customers, beside its
   ceiling: writing the same rows as one multi-row INSERT plus one read of the
-  affected customers' orders (the least a re-classifying import must do).
+  affected customers' orders (the least a re-classifying import must do);
+- GET .../lift-plan (10% holdout, 28 days; target < 200 ms), beside the exact count of the
+  customers who bought in the last 28 days, one SQL query (what an answer read from every
+  order must at least do; the planner reads a fixed sample of the customers);
+- PATCH .../campaigns/{id} moving the click window of a campaign with --import-size touches
+  between 7 and 30 days, beside its ceiling: a plain UPDATE of the orders it re-classified
+  (target: within 2x).
 
 Each is run three times; the best and the median are printed.
 """
@@ -52,6 +59,10 @@ CHUNK = 5000
 TOUCHES: Table = Touch.__table__  # type: ignore[assignment]  # a mapped class's Table
 AFFECTED_ORDERS = text(
     "SELECT id, customer_id, ordered_at FROM orders WHERE customer_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+PLAIN_UPDATE = text(
+    "UPDATE orders SET conversion = conversion, campaign_id = campaign_id,"
+    " touch_kind = touch_kind WHERE id IN :ids"
 ).bindparams(bindparam("ids", expanding=True))
 RUNS = 3
 
@@ -251,7 +262,85 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
 
         show(f"POST touches ({args.import_size:,})", timed(touches), timed(ceiling_touches))
         print(f"  orders re-classified per import: {reclassified}")
+
+        def plan() -> None:
+            answer = client.get(f"{api}/lift-plan?holdoutPercent=10&days=28", headers=auth)
+            assert answer.status_code == 200, answer.text
+
+        buyers = text(
+            "SELECT count(DISTINCT customer_id) FROM orders WHERE profile_id = :p"
+            " AND ordered_at >= :a AND ordered_at < :b"
+        )
+
+        def ceiling_plan() -> None:
+            with engine.connect() as conn:
+                conn.execute(buyers, bounds).all()
+
+        show("GET lift-plan", timed(plan), timed(ceiling_plan))
+        print(f"  {client.get(f'{api}/lift-plan', headers=auth).json()}")
+        window_change(client, engine, api, auth, args, customers, profile_id, now, rng)
     engine.dispose()
+
+
+def window_change(
+    client: TestClient,
+    engine: Engine,
+    api: str,
+    auth: dict[str, str],
+    args: argparse.Namespace,
+    customers: int,
+    profile_id: str,
+    now: datetime,
+    rng: random.Random,
+) -> None:
+    """PATCH a campaign's click window (30 and 7 days in turn) beside a plain UPDATE of the
+    orders each change re-classified, found by comparing them before and after."""
+    created = client.post(
+        f"{api}/campaigns",
+        json={"campaignId": "windows", "name": "Windows", "startsAt": now.isoformat()},
+        headers=auth,
+    )
+    assert created.status_code == 200, created.text
+    reached = rng.sample(range(customers), args.import_size)
+    sent = [
+        {
+            "campaignId": "windows",
+            "emailSha256": sha(f"c{c}@example.com"),
+            "touchedAt": (now - timedelta(seconds=rng.randrange(28 * 86400))).isoformat(),
+        }
+        for c in reached
+    ]
+    imported = client.post(f"{api}/touches", json={"touches": sent}, headers=auth)
+    assert imported.status_code == 200, imported.text
+    classes = text(
+        "SELECT id, conversion, campaign_id, touch_kind FROM orders WHERE profile_id = :p"
+        " AND customer_id IN (SELECT id FROM customers WHERE profile_id = :p AND email IN :emails)"
+    ).bindparams(bindparam("emails", expanding=True))
+    emails = {"p": profile_id, "emails": [f"c{c}@example.com" for c in reached]}
+
+    def snapshot() -> dict[int, tuple[Any, ...]]:
+        with engine.connect() as conn:
+            return {row[0]: tuple(row[1:]) for row in conn.execute(classes, emails)}
+
+    times, ceilings, changed = [], [], []
+    for days in (30, 7, 30):
+        before = snapshot()
+        started = time.perf_counter()
+        answer = client.patch(
+            f"{api}/campaigns/windows", json={"clickWindowDays": days}, headers=auth
+        )
+        times.append(time.perf_counter() - started)
+        assert answer.status_code == 200, answer.text
+        after = snapshot()
+        ids = [key for key, value in after.items() if before.get(key) != value]
+        changed.append((answer.json()["reclassified"], len(ids)))
+        with engine.connect() as conn:
+            started = time.perf_counter()
+            conn.execute(PLAIN_UPDATE, {"ids": ids})
+            ceilings.append(time.perf_counter() - started)
+            conn.rollback()
+    show(f"PATCH window ({args.import_size:,} touches)", times, ceilings)
+    print(f"  orders re-classified per change (answered, found): {changed}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def test_measurement_walkthrough_does_what_it_shows(
     answers = [a for a in json_answers(printed) if isinstance(a, dict)]
     results = next(a for a in answers if "classes" in a)
     assert results == json_block(doc, "### 4. Results out")
-    lift: dict[str, Any] = answers[-1]
+    lift: dict[str, Any] = next(a for a in answers if "conversionRate" in a)
     shown = json_block(doc, "### 5. Lift")
     assert lift["campaignId"] == "summer" and lift.keys() == shown.keys()
     groups = (lift["test"], lift["control"])
@@ -78,6 +78,9 @@ def test_measurement_walkthrough_does_what_it_shows(
     assert sum(g["buyers"] for g in groups) == 20, lift
     assert sum(int(m["amount"]) for g in groups for m in g["revenue"]) == 20 * 1500
     assert lift["conversionRate"].keys() == shown["conversionRate"].keys()
+    # The plan is a function of the history the walkthrough made (relative to now).
+    plan = next(a for a in answers if "baselineRate" in a)
+    assert plan == json_block(doc, "### 7. Planning a test"), plan
 
 
 def test_audiences_walkthrough_does_what_it_shows(live_server: LiveServer, tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_a_planted_lift_of_the_planned_size_is_found_in_about_80_percent_of_camp
     assert low <= 0.8 <= high
 
 
-def _history(
+def make_history(
     session: Session, shop: ConnectedStoreFixture, customers: int
 ) -> tuple[list[int], datetime]:
     """`customers` customers; every fourth orders every 20 to 50 days, the first of them 60
@@ -128,7 +128,7 @@ def _share(session: Session, ids: list[int], now: datetime, days: int, windows: 
 def test_the_plan_reads_the_profiles_history(
     client: TestClient, session: Session, shop: ConnectedStoreFixture, owner: dict[str, str]
 ) -> None:
-    ids, now = _history(session, shop, 2000)
+    ids, now = make_history(session, shop, 2000)
     answer = client.get(f"{base(shop)}/lift-plan?holdoutPercent=10&days=28", headers=owner)
     assert answer.status_code == 200, answer.text
     plan = answer.json()
@@ -173,7 +173,7 @@ def test_a_large_profile_is_read_through_a_fixed_sample(
     owner: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ids, now = _history(session, shop, 600)
+    ids, now = make_history(session, shop, 600)
     exact = client.get(f"{base(shop)}/lift-plan?days=14", headers=owner).json()
     monkeypatch.setattr(planner, "SAMPLE", 200)
     sampled = client.get(f"{base(shop)}/lift-plan?days=14", headers=owner).json()
@@ -192,7 +192,7 @@ def test_too_little_history_answers_not_enough_history(
     customers: int,
     days: int,
 ) -> None:
-    _history(session, shop, customers)
+    make_history(session, shop, customers)
     if days < 28:
         session.execute(
             delete(Order).where(Order.ordered_at < datetime.now(UTC) - timedelta(days=days))

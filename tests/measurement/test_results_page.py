@@ -5,12 +5,15 @@ the merchant API's words; and a campaign is added from the page itself, CSRF and
 from __future__ import annotations
 
 import html
+import math
 import re
 
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from tests.factories import ConnectedStoreFixture
 from tests.measurement.test_edges import base
+from tests.measurement.test_lift_plan import make_history
 from tests.web.conftest import sign_in_console
 from tests.web.pages import assert_html, form, text
 
@@ -137,3 +140,53 @@ def test_every_problem_of_the_campaign_form_is_shown_at_once_with_what_was_typed
     assert_html(refused, 400)
     assert "The last day must be on or after the first." in words(refused.text)
     assert client.get(f"{base(shop)}/campaigns", headers=owner).json()["campaigns"] == []
+
+
+def test_the_campaign_form_sets_the_windows_with_the_platforms_defaults_named(
+    client: TestClient, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    sign_in_console(client)
+    page = client.get(page_path(shop))
+    assert (
+        input_value(page.text, "click_window_days"),
+        input_value(page.text, "view_window_days"),
+    ) == (
+        "7",
+        "1",
+    )
+    shown = words(page.text)
+    assert "Meta counts 7 days by default (or 1), Google's store sales 30." in shown
+    assert "Meta counts 1 day by default." in shown
+    action = f"{page_path(shop)}/campaigns"
+    fields = form(page.text, action).fields
+    typed = {"name": "Search", "starts_on": "2024-05-01", "click_window_days": "30"}
+    added = client.post(
+        action, data={**fields, **typed, "view_window_days": "0"}, follow_redirects=False
+    )
+    assert added.status_code == 303, added.text
+    campaign = client.get(f"{base(shop)}/campaigns", headers=owner).json()["campaigns"][0]
+    assert (campaign["clickWindowDays"], campaign["viewWindowDays"]) == (30, 0)
+    refused = client.post(
+        action, data={**fields, **typed, "name": "Other", "click_window_days": "91"}
+    )
+    assert_html(refused, 400)
+    assert "Enter a whole number of days from 1 to 90." in words(refused.text)
+
+
+def test_the_planner_says_in_one_sentence_what_a_test_could_tell(
+    client: TestClient, session: Session, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    sign_in_console(client)
+    assert "Once you have 100 customers and 28 days of orders" in words(
+        client.get(page_path(shop)).text
+    )
+    make_history(session, shop, 2000)
+    plan = client.get(f"{base(shop)}/lift-plan?holdoutPercent=20&days=35", headers=owner).json()
+    percent = math.ceil(round(plan["minimumDetectableLift"]["relative"] * 100, 6))
+    page = client.get(page_path(shop), params={"plan_holdout": "20", "plan_days": "35"})
+    assert_html(page, 200)
+    assert f"With a 20% holdout for 35 days, you can tell a lift of {percent}% or more." in words(
+        page.text
+    )
+    odd = client.get(page_path(shop), params={"plan_holdout": "60", "plan_days": "35"})
+    assert "Enter a holdout from 1 to 50%" in words(odd.text)

@@ -144,10 +144,13 @@ def campaign_counts(
     )
 
 
-def customers_before(profile_id: str, moment: datetime, live_only: bool = False) -> Select[int]:
-    statement = select(Customer.id).where(
-        Customer.profile_id == profile_id, Customer.created_at < moment
-    )
+def customers_before(
+    profile_id: str, moment: datetime | None, live_only: bool = False
+) -> Select[int]:
+    """The profile's customers created before `moment` (None: every one it has now)."""
+    statement = select(Customer.id).where(Customer.profile_id == profile_id)
+    if moment is not None:
+        statement = statement.where(Customer.created_at < moment)
     if live_only:  # not a customer known only from a sandbox partner's (test) stores
         at_test = Order.store_id.in_(select(Store.id).where(Store.is_test.is_(True)))
         statement = statement.where(
@@ -179,18 +182,17 @@ def spend_by_customer(
 
 
 # The lift planner's history (measurement/planner.py).
-def customer_count(profile_id: str, moment: datetime, live_only: bool = False) -> Select[int]:
+def customer_count(profile_id: str, live_only: bool = False) -> Select[int]:
+    """How many customers the profile has now (an index-only count)."""
     return select(func.count()).select_from(
-        customers_before(profile_id, moment, live_only).subquery()
+        customers_before(profile_id, None, live_only).subquery()
     )
 
 
-def sampled_customers(profile_id: str, moment: datetime, live_only: bool, cut: int) -> Select[int]:
+def sampled_customers(profile_id: str, live_only: bool, cut: int) -> Select[int]:
     """A fixed sample of the profile's customers: those whose id times an odd constant falls
     below `cut` modulo 2^16 (a share of cut / 2^16, spread over any run of ids)."""
-    return customers_before(profile_id, moment, live_only).where(
-        (Customer.id * 40503) % 65536 < cut
-    )
+    return customers_before(profile_id, None, live_only).where((Customer.id * 40503) % 65536 < cut)
 
 
 def first_order_at(profile_id: str, moment: datetime, live_only: bool = False) -> Select[Any]:

@@ -127,6 +127,35 @@ def conversion_case(conditions: Mapping[str, str]) -> str:
     return f"CASE{whens} ELSE '{OTHERWISE}' END"
 
 
+# The latest touch whose window holds an order, in SQL (the upsert's, queries.py, and
+# PostgreSQL's re-classification below): a backward walk of the identifier's index
+# (ix_touches_email_sha256, ix_touches_phone_sha256) from the order's time, by email and by
+# phone, the later of the two. Written as one condition (email OR phone), the planner
+# scanned every touch of a small table twice an order (seen on bench/orders.py's 267
+# touches: a sequential scan per order in the worker's profile).
+_LATEST_FIRST = "ORDER BY {0}touched_at DESC, {0}campaign_id DESC, {0}kind"  # click < view
+
+
+def latest_touch(
+    columns: str, *, match_email: str, match_phone: str, ordered_at: str, window_start: str
+) -> str:
+    """SELECT `columns` (of `latest`: touched_at, campaign_id, kind) of the latest touch of
+    the profile (`:profile_id`) whose window holds the order, each argument an SQL
+    expression: the customer's identifier hashes, the order's time, the earliest touch."""
+    by = [
+        "SELECT touches.touched_at, touches.campaign_id, touches.kind FROM touches"
+        f" WHERE touches.{column} = {value} AND touches.profile_id = :profile_id"
+        f" AND touches.touched_at >= {window_start} AND touches.touched_at <= {ordered_at}"
+        f" AND touches.counts_until >= {ordered_at} {_LATEST_FIRST.format('touches.')} LIMIT 1"
+        for column, value in (("email_sha256", match_email), ("phone_sha256", match_phone))
+    ]
+    return (
+        f"SELECT {columns} FROM (SELECT * FROM ({by[0]}) AS by_email"
+        f" UNION ALL SELECT * FROM ({by[1]}) AS by_phone) AS latest"
+        f" {_LATEST_FIRST.format('latest.')} LIMIT 1"
+    )
+
+
 def classify(
     ordered_at: datetime, first_order_at: datetime, touches: Sequence[CountedTouch]
 ) -> tuple[str, str | None, str | None]:
@@ -159,16 +188,6 @@ def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     return ", ".join(f":{name}" for name in names), names
 
 
-def _one_of(
-    sql: Sql, column: str, prefix: str, values: Sequence[Any]
-) -> tuple[str, dict[str, Any]]:
-    """`column` is one of `values`: one array on PostgreSQL, an IN list on SQLite."""
-    if sql.postgres:
-        return f"{column} = ANY(:{prefix})", {prefix: list(values)}
-    placeholders, params = _in_list(prefix, values)
-    return f"{column} IN ({placeholders})", params
-
-
 def _chunks(sql: Sql | None, values: Sequence[Any]) -> Iterable[Sequence[Any]]:
     size = _POSTGRES_CHUNK if sql is not None and sql.postgres else _CHUNK
     for start in range(0, len(values), size):
@@ -185,31 +204,47 @@ def reclassify_customers(
     """Recomputes the class, campaign and touch kind of every order of these customers from
     the stored data, inside the caller's transaction; answers how many orders changed.
     `hashes`: the customers' identifier hashes when the caller has them (measurement's
-    match of touches to customers); read here otherwise."""
+    match of touches to customers); read here otherwise.
+
+    PostgreSQL classifies them all in one statement by the rule's SQL form, the upsert's
+    (`_RECLASSIFY`); SQLite, in process, reads their orders and touches and applies
+    `classify`. tests/measurement/test_reclassification.py holds both to one oracle."""
     ids = sorted(set(customer_ids))
     changed = 0
     for chunk in _chunks(sql, ids):
-        changed += _reclassify_chunk(sql, profile_id, chunk, hashes)
+        if hashes is None:
+            found = {
+                customer_id: (identifier_hash(email), identifier_hash(phone))
+                for customer_id, email, phone in identifiers_of(
+                    sql, profile_id=profile_id, ids=chunk
+                )
+            }
+        else:
+            found = {
+                customer_id: hashes[customer_id] for customer_id in chunk if customer_id in hashes
+            }
+        if not sql.postgres:
+            changed += _reclassify_chunk(sql, profile_id, chunk, found)
+            continue
+        rows = [
+            {"customer_id": customer_id, "match_email": email, "match_phone": phone}
+            for customer_id in chunk
+            for email, phone in [found.get(customer_id, (None, None))]
+        ]
+        changed += sql.run(
+            _RECLASSIFY, {**_CUSTOMER_ROWS.parameter(rows), "profile_id": profile_id}
+        )
     return changed
 
 
-def _reclassify_chunk(
-    sql: Sql, profile_id: str, ids: Sequence[int], known: Identifiers | None
-) -> int:
-    if known is None:
-        hashes = {
-            customer_id: (identifier_hash(email), identifier_hash(phone))
-            for customer_id, email, phone in identifiers_of(sql, profile_id=profile_id, ids=ids)
-        }
-    else:
-        hashes = {customer_id: known[customer_id] for customer_id in ids if customer_id in known}
+def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], hashes: Identifiers) -> int:
     touches_by_key = _touches_by_hash(sql, profile_id, hashes.values())
-    condition, params = _one_of(sql, "customer_id", "c", ids)
+    placeholders, params = _in_list("c", ids)
     params["profile_id"] = profile_id
     orders = sql.all_rows(
         Statement(
             "SELECT id, customer_id, ordered_at, conversion, campaign_id, touch_kind FROM orders"
-            f" WHERE profile_id = :profile_id AND {condition}"
+            f" WHERE profile_id = :profile_id AND customer_id IN ({placeholders})"
         ),
         params,
     )
@@ -234,8 +269,7 @@ def _reclassify_chunk(
                         "touch_kind": kind,
                     }
                 )
-    if updates:
-        _set_classes(sql, profile_id, updates)
+    sql.run_many(_SET_CLASS, updates)
     return len(updates)
 
 
@@ -266,22 +300,39 @@ _SET_CLASS = Statement(
     "UPDATE orders SET conversion = :conversion, campaign_id = :campaign_id,"
     " touch_kind = :touch_kind WHERE id = :id"
 )
-# PostgreSQL: every changed order in one statement, read from one JSON parameter (db/sets.py).
-_CLASS_ROWS = sets.RowSet(
-    {"id": "bigint", "conversion": "text", "campaign_id": "text", "touch_kind": "text"}
+# PostgreSQL: every order of the customers (each with its identifier hashes, the rows `r` of
+# one JSON parameter: db/sets.py) classified by the rule's SQL form, the upsert's
+# (conversion_case from RULES, latest_touch), and written where it changed.
+_CUSTOMER_ROWS = sets.RowSet(
+    {"customer_id": "bigint", "match_email": "text", "match_phone": "text"}
 )
-_SET_CLASSES = Statement(
-    "UPDATE orders SET conversion = r.conversion, campaign_id = r.campaign_id,"
-    f" touch_kind = r.touch_kind FROM {_CLASS_ROWS.source}"
-    " WHERE orders.id = r.id AND orders.profile_id = :profile_id"
+_LATEST_TOUCH = latest_touch(
+    "latest.campaign_id, latest.kind",
+    match_email="r.match_email",
+    match_phone="r.match_phone",
+    ordered_at="o.ordered_at",
+    window_start=f"o.ordered_at - interval '{LONGEST_WINDOW_DAYS} days'",
 )
-
-
-def _set_classes(sql: Sql, profile_id: str, updates: Sequence[dict[str, Any]]) -> None:
-    if sql.postgres:
-        sql.run(_SET_CLASSES, {**_CLASS_ROWS.parameter(updates), "profile_id": profile_id})
-    else:
-        sql.run_many(_SET_CLASS, updates)
+_CLASS = conversion_case(
+    {
+        NO_CUSTOMER: "false",
+        NO_TOUCH: "touch.campaign_id IS NULL",
+        EARLIER_ORDER: "EXISTS (SELECT 1 FROM orders AS earlier"
+        " WHERE earlier.customer_id = o.customer_id AND earlier.profile_id = o.profile_id"
+        " AND earlier.ordered_at < o.ordered_at)",
+    }
+)
+_RECLASSIFY = Statement(
+    f"WITH w AS MATERIALIZED (SELECT o.id, {_CLASS} AS conversion, touch.campaign_id,"
+    f" touch.kind FROM {_CUSTOMER_ROWS.source} JOIN orders AS o"
+    " ON o.profile_id = :profile_id AND o.customer_id = r.customer_id"
+    f" LEFT JOIN LATERAL ({_LATEST_TOUCH}) AS touch ON true"
+    " WHERE (o.conversion, o.campaign_id, o.touch_kind)"
+    f" IS DISTINCT FROM ({_CLASS}, touch.campaign_id, touch.kind))"
+    # Only the orders whose class changes meet the table again, by key, to be written.
+    " UPDATE orders SET conversion = w.conversion, campaign_id = w.campaign_id,"
+    " touch_kind = w.kind FROM w WHERE orders.id = w.id AND orders.profile_id = :profile_id"
+)
 
 
 def _touches_by_hash(
@@ -290,14 +341,14 @@ def _touches_by_hash(
     """The profile's touches by identifier hash."""
     keys = sorted({key for pair in hashes for key in pair if key is not None})
     found: dict[str, list[CountedTouch]] = defaultdict(list)
-    for chunk in _chunks(sql, keys):
-        by_email, params = _one_of(sql, "email_sha256", "h", chunk)
-        by_phone, _ = _one_of(sql, "phone_sha256", "h", chunk)
+    for chunk in _chunks(None, keys):
+        placeholders, params = _in_list("h", chunk)
         params["profile_id"] = profile_id
         for email_hash, phone_hash, touched_at, campaign, kind, until in sql.all_rows(
             Statement(
                 "SELECT email_sha256, phone_sha256, touched_at, campaign_id, kind, counts_until"
-                f" FROM touches WHERE profile_id = :profile_id AND ({by_email} OR {by_phone})"
+                f" FROM touches WHERE profile_id = :profile_id AND (email_sha256 IN ({placeholders})"
+                f" OR phone_sha256 IN ({placeholders}))"
             ),
             params,
         ):

@@ -19,6 +19,7 @@ from partnerlink.orders.conversion import (
     NO_CUSTOMER,
     NO_TOUCH,
     conversion_case,
+    latest_touch,
 )
 from partnerlink.orders.models import Order
 from partnerlink.stores.models import Store
@@ -56,30 +57,14 @@ INSERTED_COLUMNS = (
 # `customer_id` (NULL: anonymous), the SHA-256 of the customer's normalized email and
 # phone, `match_email` and `match_phone` (NULL when it has none: NULL never equals
 # anything), the order's `ordered_at` and `window_start`, as far back as the longest
-# window reaches. Each touch's own window ends at its `counts_until`.
-_LATEST_FIRST = "ORDER BY {0}touched_at DESC, {0}campaign_id DESC, {0}kind"  # click < view
-
-
-def _touch_by(column: str, value: str) -> str:
-    """The latest touch whose window holds the order, naming the customer by one identifier:
-    a backward walk of that identifier's index (ix_touches_email_sha256,
-    ix_touches_phone_sha256) from the order's time."""
-    return (
-        "SELECT touches.touched_at, touches.campaign_id, touches.kind FROM touches"
-        f" WHERE touches.{column} = {value} AND touches.profile_id = :profile_id AND touches.touched_at >= :window_start"
-        " AND touches.touched_at <= :ordered_at AND touches.counts_until >= :ordered_at"
-        f" {_LATEST_FIRST.format('touches.')} LIMIT 1"
-    )
-
-
-# By email, by phone, the later of the two. Written as one condition (email OR phone), the
-# planner scanned every touch of a small table twice an order (seen on bench/orders.py's
-# 267 touches: a sequential scan per order in the worker's profile).
+# window reaches (conversion.latest_touch).
 def _latest_touch(columns: str) -> str:
-    return (
-        f"SELECT {columns} FROM (SELECT * FROM ({_touch_by('email_sha256', ':match_email')})"
-        f" AS by_email UNION ALL SELECT * FROM ({_touch_by('phone_sha256', ':match_phone')})"
-        f" AS by_phone) AS latest {_LATEST_FIRST.format('latest.')} LIMIT 1"
+    return latest_touch(
+        columns,
+        match_email=":match_email",
+        match_phone=":match_phone",
+        ordered_at=":ordered_at",
+        window_start=":window_start",
     )
 
 
@@ -166,10 +151,12 @@ def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
     the JSON parameter sets (db/sets.py); RETURNING then names each row's key. Its
     orders must have distinct keys and customers (orders/upsert.py's rounds): every
     order's class is computed as of the statement's start. Its latest touch is read once
-    (a LATERAL join), not once for the class, again for the campaign and for the kind.
+    (a LATERAL join), not once for the class, again for the campaign and for the kind; so
+    it is for one order (a join on SQLite, a CTE on PostgreSQL).
     """
     columns = ", ".join(INSERTED_COLUMNS)
     values = ", ".join(f":{name}" for name in INSERTED_COLUMNS)
+    ahead = ""
     if from_rows:
         selected = f"{values}, {_class_and_campaign('touch.campaign_id', 'touch.kind')}"
         latest = sets.from_rows(_latest_touch("latest.campaign_id, latest.kind"))
@@ -178,14 +165,25 @@ def _upsert(*, from_rows: bool, postgres: bool) -> Statement:
             f" LEFT JOIN LATERAL ({latest}) AS touch ON true"
         )
         returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER}, store_id, partner_id, order_id"
-    else:
-        campaign, kind = (
-            f"({_latest_touch(f'latest.{column}')})" for column in ("campaign_id", "kind")
-        )
+    elif postgres:
+        # The latest touch read once, ahead (VALUES lets PostgreSQL type the parameters
+        # from the columns they fill).
+        ahead = f"WITH touch AS MATERIALIZED ({_latest_touch('latest.campaign_id, latest.kind')}) "
+        campaign, kind = (f"(SELECT {column} FROM touch)" for column in ("campaign_id", "kind"))
         source = f" VALUES ({values}, {_class_and_campaign(campaign, kind)})"
-        returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER if postgres else 'NULL'}"
+        returned = f"id, {_HAS_LATER}, {_LEFT_CUSTOMER}"
+    else:
+        # SQLite reads the latest touch once, joined, for the class, campaign and kind (as
+        # scalar subqueries in VALUES it ran once for each). Its parser needs the WHERE to
+        # tell the SELECT's end from ON CONFLICT.
+        latest = _latest_touch("latest.campaign_id, latest.kind")
+        source = (
+            f" SELECT {values}, {_class_and_campaign('touch.campaign_id', 'touch.kind')}"
+            f" FROM (SELECT 1) AS one LEFT JOIN ({latest}) AS touch ON true WHERE true"
+        )
+        returned = f"id, {_HAS_LATER}, NULL"
     return Statement(
-        f"INSERT INTO orders ({columns}, {', '.join(_CLASS_COLUMNS)}){source}"
+        f"{ahead}INSERT INTO orders ({columns}, {', '.join(_CLASS_COLUMNS)}){source}"
         # The key includes profile_id, the distribution column (migration 0025).
         f" ON CONFLICT (store_id, partner_id, order_id, profile_id) DO UPDATE SET {_SET}"
         " WHERE excluded.partner_updated_at IS NULL OR orders.partner_updated_at IS NULL"
