@@ -146,6 +146,8 @@ def _imports() -> dict[tuple[str, str], list[str]]:
     for path in _sources():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
             for module in _modules(node, path):
                 target = _target(module)
                 if target is not None and target != _unit(path):

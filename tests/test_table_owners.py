@@ -86,6 +86,7 @@ def _declared_tables() -> dict[str, str]:
                 isinstance(node, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "__tablename__" for t in node.targets)
                 and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
             ):
                 found[node.value.value] = _unit(path)
     return found

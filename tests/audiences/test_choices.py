@@ -111,7 +111,7 @@ def test_an_erased_person_does_not_come_back_into_audiences(
 
 def _every_value(session: Session) -> str:
     """Every value of every column of every table, as one lower-cased text."""
-    parts = []
+    parts: list[str] = []
     for table in Base.metadata.sorted_tables:
         for row in session.execute(select(table)).all():
             parts.extend(json.dumps(v, default=str) for v in row)

@@ -73,16 +73,19 @@ def test_webhooks_retry_makes_a_failed_or_pending_event_due_now(
 ) -> None:
     partner = create_partner(session, pos_type="hooked").partner
     set_webhook_url(session, settings, partner=partner, url=PUBLIC)
-    given_up, waiting, delivered = (
-        record_event(
+
+    def recorded(number: int) -> str:
+        event_id = record_event(
             session,
             partner_id=partner.id,
             connection_id=f"connection-{number}",
             event_type=STORE_SETTINGS_UPDATED,
             data={"storeId": "store-1", "greenInvoices": True},
         )
-        for number in range(3)
-    )
+        assert event_id is not None  # the partner has a webhook URL
+        return event_id
+
+    given_up, waiting, delivered = (recorded(number) for number in range(3))
     later = utcnow() + timedelta(hours=1)
     for event_id, status in ((given_up, "failed"), (waiting, "pending"), (delivered, "delivered")):
         session.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 from fastapi.testclient import TestClient
@@ -64,8 +65,11 @@ def test_describe_unknown_or_foreign_token_is_not_found(
     foreign = new_integration_token(client, other)
     for token in ("plk_it_none", foreign, ""):
         error = _error(
-            lambda token=token: service.describe_consent(
-                session, integration_token=token, client_id=world.partner.client_id
+            partial(
+                service.describe_consent,
+                session,
+                integration_token=token,
+                client_id=world.partner.client_id,
             )
         )
         assert (error.status, error.code) == (404, "unknown_integration_token")
@@ -153,7 +157,8 @@ def test_approve_needs_exactly_one_of_profile_and_store(
             integration_token=token,
             client_id=world.partner.client_id,
             merchant_id=world.merchant.id,
-            **ids,
+            profile_id=ids.get("profile_id"),
+            store_id=ids.get("store_id"),
         )
     )
     assert error.status == 400
@@ -167,12 +172,14 @@ def test_another_merchants_profile_or_store_is_not_found_and_changes_nothing(
     token = new_integration_token(client, world.partner)
     for ids in ({"profile_id": world.profile.id}, {"store_id": world.store.id}):
         error = _error(
-            lambda ids=ids: service.approve_consent(
+            partial(
+                service.approve_consent,
                 session,
                 integration_token=token,
                 client_id=world.partner.client_id,
                 merchant_id=stranger.id,
-                **ids,
+                profile_id=ids.get("profile_id"),
+                store_id=ids.get("store_id"),
             )
         )
         assert error.status == 404
@@ -200,7 +207,7 @@ def test_approving_a_declined_or_expired_token_answers_410(
     expired = new_integration_token(client, world.partner)
     time.sleep(1.1)
     for token in (declined, expired):
-        error = _error(lambda token=token: approve(session, world, token))
+        error = _error(partial(approve, session, world, token))
         assert (error.status, error.code) == (410, "integration_token_gone")
         session.rollback()
 
@@ -240,7 +247,8 @@ def test_odd_ids_are_refused_without_a_database_error(
     token = new_integration_token(client, world.partner)
     for odd in ("\x00", "é" * 500, "' OR 1=1 --"):
         error = _error(
-            lambda odd=odd: service.approve_consent(
+            partial(
+                service.approve_consent,
                 session,
                 integration_token=token,
                 client_id=world.partner.client_id,
@@ -251,9 +259,7 @@ def test_odd_ids_are_refused_without_a_database_error(
         assert error.status == 404
         session.rollback()
         error = _error(
-            lambda odd=odd: service.describe_consent(
-                session, integration_token=token, client_id=odd
-            )
+            partial(service.describe_consent, session, integration_token=token, client_id=odd)
         )
         assert error.code == "unknown_client"
         session.rollback()

@@ -290,7 +290,7 @@ def test_bad_client_authentication_is_invalid_client_401(
     answer = browser.post(
         TOKEN,
         data={"grant_type": "refresh_token", "refresh_token": "plk_rt_x"},
-        auth=auth,  # type: ignore[arg-type]
+        auth=auth,
     )
     _error(answer, 401, "invalid_client")
     assert answer.headers["www-authenticate"].startswith("Basic ")

@@ -19,6 +19,7 @@ class RecordingSql(Sql):
     """The real Sql on the test's connection, noting each statement run on its own."""
 
     __slots__ = ("alone",)
+    alone: list[Statement]
 
     def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         self.alone.append(statement)

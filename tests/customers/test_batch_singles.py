@@ -53,7 +53,7 @@ def random_batch(rng: random.Random) -> tuple[list[NormalizedRecord], list[Store
     def key(pool: list[str]) -> str | None:
         return rng.choice(pool) if rng.random() < 0.7 else None
 
-    records = []
+    records: list[NormalizedRecord] = []
     while len(records) < rng.randrange(1, 30):
         email, phone = key(EMAILS), key(PHONES)
         if email or phone:

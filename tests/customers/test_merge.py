@@ -11,7 +11,7 @@ def rec(
     first: str | None = None,
     city: str | None = None,
 ) -> NormalizedRecord:
-    return (email, phone, first, None, city, None)
+    return (email, phone, first, None, city, None, None)
 
 
 def row(
@@ -21,7 +21,7 @@ def row(
     first: str | None = None,
     city: str | None = None,
 ) -> StoredRow:
-    return (customer_id, email, phone, first, None, city, None)
+    return (customer_id, email, phone, first, None, city, None, None)
 
 
 def test_new_records_are_created() -> None:
@@ -39,7 +39,7 @@ def test_email_matches_the_stored_customer() -> None:
 def test_non_empty_fields_overwrite_and_empty_ones_keep() -> None:
     plan = plan_batch([rec("a@x.com", city="Oslo")], [row(7, "a@x.com", first="Ann", city="Rome")])
     assert plan.updated == 1
-    assert plan.updates[0].values == ["a@x.com", None, "Ann", None, "Oslo", None]
+    assert plan.updates[0].values == ["a@x.com", None, "Ann", None, "Oslo", None, None]
 
 
 def test_phone_only_customer_takes_the_email() -> None:

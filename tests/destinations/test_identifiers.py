@@ -112,7 +112,7 @@ def test_google_user_data_hashes_e164_with_plus_and_sends_region_and_postal_plai
 
 def test_an_address_only_when_names_country_and_postal_code_are_all_known() -> None:
     for missing in ("first_name", "last_name", "country", "postal_code"):
-        fields = {
+        fields: dict[str, str | None] = {
             "email": "a@b.co",
             "first_name": "Ann",
             "last_name": "Lee",

@@ -211,6 +211,7 @@ def test_patch_refusals_change_nothing(
     path = f"{_base(shop)}/{created['id']}"
     before = session.execute(text("SELECT credentials_sealed FROM destinations")).scalar_one()
     session.rollback()  # the SQLite test database has one connection: give it back
+    body: object
     for body in (
         {"segment": "top", "credentials": {"accessToken": ""}},
         {"segment": "vip"},

@@ -94,8 +94,9 @@ def test_meta_audience_first_all_then_only_the_difference(
         update(Customer).where(Customer.id == bo.id).values(phone_number="+16505557777")
     )
     session.commit()
-    bo = session.get(Customer, bo.id)  # type: ignore[assignment]
-    assert bo is not None
+    found = session.get(Customer, bo.id)
+    assert found is not None
+    bo = found
     calls_before = len(meta.requests)
     api.sync(created["id"])
     run_worker(app, worker_settings)

@@ -144,6 +144,7 @@ def test_refused_batches_store_nothing(
     )
     assert too_many.status_code == 400 and too_many.json()["code"] == "too_many_touches"
     assert too_many.headers["content-type"].startswith("application/problem+json")
+    body: object
     for body in ({"touches": "nope"}, {"touch": []}, [touch]):
         malformed = client.post(f"{base(shop)}/touches", json=body, headers=owner)
         assert malformed.status_code == 400, body

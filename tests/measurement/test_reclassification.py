@@ -162,7 +162,7 @@ def test_classes_hold_whatever_order_the_data_arrives_in(
         batch = []
         for _ in range(rng.randrange(1, 4)):
             email, phone = rng.choice(people)
-            who = rng.choice(
+            who: dict[str, str | None] = rng.choice(
                 [{"email": email}, {"phoneNumber": phone}, {"emailSha256": sha(email)}]
             )
             touch = {"campaignId": f"c{rng.randrange(3)}", "touchedAt": moment(), **who}

@@ -162,7 +162,12 @@ def test_existing_orders_and_uploads_get_the_connection_live_when_they_came(
 
     engine = make_engine(database_before)
     with engine.connect() as conn:
-        senders = dict(conn.execute(text("SELECT order_id, partner_id FROM orders")).all())
+        senders: dict[str, str] = {
+            order_id: partner_id
+            for order_id, partner_id in conn.execute(
+                text("SELECT order_id, partner_id FROM orders")
+            )
+        }
         asker = conn.execute(text("SELECT connection_id FROM uploads")).scalar_one()
         first_connection = conn.execute(
             text("SELECT id FROM connections WHERE partner_id = :p"),

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from alembic import command
 from sqlalchemy import inspect, text
+from sqlalchemy.engine.interfaces import ReflectedIndex
 from sqlalchemy.orm import Session
 
 from partnerlink.db.engine import make_engine
@@ -35,7 +36,7 @@ def database_before(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def _schema(url: str) -> tuple[set[tuple[str, str]], dict[str, object]]:
+def _schema(url: str) -> tuple[set[tuple[str, str | None]], dict[str | None, ReflectedIndex]]:
     engine = make_engine(url)
     inspector = inspect(engine)
     keys = {

@@ -56,7 +56,7 @@ class Cluster:
 
     def scalar(self, sql: str) -> object:
         with self.connect() as conn:
-            row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+            row = conn.execute(sql).fetchone()
             return row[0] if row else None
 
 

@@ -99,6 +99,7 @@ def test_receipt_issued_for_a_closed_order_exactly_as_a_single_post(
 def test_batch_size_and_shape_are_refused_whole(
     client: TestClient, session: Session, shop: ConnectedStoreFixture
 ) -> None:
+    body: object
     for body in (
         {"orders": []},
         {"orders": [order_body(f"S-{i}") for i in range(1001)]},

@@ -80,6 +80,7 @@ class CountingSql(Sql):
     """The real Sql on the pipeline's connection, noting every statement it runs."""
 
     __slots__ = ("ran",)
+    ran: list[Statement]
 
     def row(self, statement: Statement, params: Mapping[str, Any]) -> Any:
         self.ran.append(statement)

@@ -72,7 +72,7 @@ def assert_same(read: OrderFacts, facts: OrderFacts) -> None:
     assert read.created_at.utcoffset() == facts.created_at.utcoffset()
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))
 _json_value = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),

@@ -11,12 +11,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
+from starlette.types import Message, Receive, Scope, Send
 
 from partnerlink.orders.intake.fast_lane import OrdersFastLane
 from tests.factories import ConnectedStoreFixture
 from tests.orders.builders import count_orders, order_body
-
-Message = dict[str, Any]
 
 
 class RecordingRoute:
@@ -26,7 +25,7 @@ class RecordingRoute:
         self.bodies: list[bytes] = []
         self.messages: list[Message] = []
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         chunks = []
         while True:
             message = await receive()

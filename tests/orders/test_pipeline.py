@@ -73,11 +73,13 @@ def run_numbered_jobs(
 ) -> list[object]:
     """Submits job(sql, 0..count-1) at once (so they share batches); results or errors."""
 
+    def numbered(n: int) -> Callable[[Sql], object]:
+        return lambda sql: job(sql, n)
+
     async def main() -> list[object]:
         pipeline = Pipeline(engine, slots=1, handler=each_alone)
         return await asyncio.gather(
-            *(pipeline.run(lambda sql, n=n: job(sql, n)) for n in range(count)),
-            return_exceptions=True,
+            *(pipeline.run(numbered(n)) for n in range(count)), return_exceptions=True
         )
 
     return asyncio.run(main())
@@ -178,8 +180,10 @@ def test_no_free_connection_refuses_the_batch_as_unavailable(tmp_path: Path) -> 
         results = asyncio.run(main())
     finally:
         held.close()
-    assert all(isinstance(result, Unavailable) for result in results)
-    assert all(result.headers == {"Retry-After": "1"} for result in results)  # type: ignore[union-attr]
+    assert all(
+        isinstance(result, Unavailable) and result.headers == {"Retry-After": "1"}
+        for result in results
+    )
 
 
 def test_a_failing_order_fails_alone_and_keeps_nothing(engine: Engine) -> None:
@@ -256,12 +260,14 @@ def test_a_batch_that_met_a_held_row_runs_once_more_as_a_batch(database_url: str
     """Not order by order at once: the other transaction has usually gone on meanwhile."""
     engine = make_engine(database_url)
     setup = engine.raw_connection()
-    setup.driver_connection.execute(  # type: ignore[union-attr]
+    driver = setup.driver_connection
+    assert driver is not None
+    driver.execute(
         "CREATE TABLE IF NOT EXISTS pipeline_probe (n INTEGER PRIMARY KEY);"
         " INSERT INTO pipeline_probe VALUES (1) ON CONFLICT DO NOTHING"
     )
     setup.commit()
-    setup.driver_connection.execute("SELECT n FROM pipeline_probe FOR UPDATE")  # type: ignore[union-attr]
+    driver.execute("SELECT n FROM pipeline_probe FOR UPDATE")
     touch = Statement("UPDATE pipeline_probe SET n = n")
     transaction_id = Statement("SELECT txid_current()")
     calls: list[int] = []
@@ -282,7 +288,7 @@ def test_a_batch_that_met_a_held_row_runs_once_more_as_a_batch(database_url: str
     try:
         results = asyncio.run(main())
     finally:
-        setup.driver_connection.execute("DROP TABLE pipeline_probe")  # type: ignore[union-attr]
+        driver.execute("DROP TABLE pipeline_probe")
         setup.commit()
         setup.close()
         engine.dispose()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from partnerlink.pairing.models import PairingCode
@@ -52,7 +53,7 @@ def test_a_store_whose_type_was_never_set_gets_the_partners_type(
     learns (and the store takes) the type of the partner it was paired with.
     """
     code = reserve(client, shop)
-    session.execute(Store.__table__.update().values(pos_type=None))
+    session.execute(update(Store).values(pos_type=None))
     session.commit()
     body = pair(client, code).json()
     assert body["posType"] == "acme-pos"
@@ -81,7 +82,9 @@ def test_unknown_code_answers_404(client: TestClient, shop: Shop, code: int) -> 
     assert response.json()["code"] == "unknown_code"
 
 
-def test_expired_code_answers_410_and_stays_410(client_with, session: Session, shop: Shop) -> None:
+def test_expired_code_answers_410_and_stays_410(
+    client_with: Callable[..., TestClient], session: Session, shop: Shop
+) -> None:
     client = client_with(pairing_code_ttl_seconds=1)
     code = reserve(client, shop)
     time.sleep(1.1)

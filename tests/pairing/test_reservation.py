@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -76,7 +77,11 @@ def test_a_drawn_number_held_by_a_live_code_is_drawn_again(
 
 
 def test_an_expired_code_gives_up_its_number_when_drawn_again(
-    client_with, session: Session, settings: Settings, shop: Shop, monkeypatch: pytest.MonkeyPatch
+    client_with: Callable[..., TestClient],
+    session: Session,
+    settings: Settings,
+    shop: Shop,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     short_lived = client_with(pairing_code_ttl_seconds=1)
     stale = reserve(short_lived, shop)

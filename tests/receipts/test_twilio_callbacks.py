@@ -277,7 +277,7 @@ def test_start_lifts_only_what_stop_did_never_the_merchants_opt_out(
 
 
 def _every_value(session: Session) -> str:
-    parts = []
+    parts: list[str] = []
     for table in Base.metadata.sorted_tables:
         for row in session.execute(select(table)).all():
             parts.extend(str(v) for v in row)

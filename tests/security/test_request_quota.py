@@ -36,7 +36,7 @@ def test_a_large_quota_reaches_the_storage_once_per_hundredth_of_it(
     calls = 0
     incr = counter.storage.incr
 
-    def counting(key: str, expiry: float, amount: int = 1) -> int:
+    def counting(key: str, expiry: int, amount: int = 1) -> int:
         nonlocal calls
         calls += 1
         return incr(key, expiry, amount)

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from partnerlink.security.secrets import digest
+from partnerlink.settings import Settings
 from partnerlink.web.form_tokens import (
     ExpiredFormToken,
     InvalidFormToken,
@@ -84,8 +85,8 @@ def test_a_token_from_before_sign_in_cannot_approve(
 
 
 def test_a_forged_merchant_claim_is_refused(
-    client: TestClient, consent: ConsentWorld, settings
-) -> None:  # type: ignore[no-untyped-def]
+    client: TestClient, consent: ConsentWorld, settings: Settings
+) -> None:
     forged = issue_form_token(
         b"not-the-service-key",
         purpose="consent",
@@ -104,8 +105,8 @@ def test_a_forged_merchant_claim_is_refused(
 
 
 def test_an_expired_form_asks_to_sign_in_again(
-    client: TestClient, consent: ConsentWorld, settings
-) -> None:  # type: ignore[no-untyped-def]
+    client: TestClient, consent: ConsentWorld, settings: Settings
+) -> None:
     stale = issue_form_token(
         settings.signing_key,
         purpose="consent",

@@ -66,7 +66,7 @@ def test_non_form_bodies_get_a_page(client: TestClient, consent: ConsentWorld) -
             {"files": {"client_id": ("a.txt", b"data")}},
             {"data": {"client_id": ["a", "b"], "integration_token": consent.token}},
         ):
-            answer = client.post(action, **kwargs)  # type: ignore[arg-type]
+            answer = client.post(action, **kwargs)
             assert answer.status_code in (400, 403, 404), (action, answer.status_code)
             assert _is_page(answer)
 

@@ -34,6 +34,7 @@ def _mount_failing_routes(app: FastAPI, merchant_id: str) -> None:
         raise Conflict("no")
 
     console = next(r.app for r in app.routes if isinstance(r, Mount) and r.path == "/merchant")
+    assert isinstance(console, FastAPI)
     console.include_router(router)
 
 
