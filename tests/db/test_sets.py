@@ -119,3 +119,53 @@ def test_a_look_up_at_once_answers_each_set_in_order_and_none_where_nothing_matc
     with transaction(postgres_sql):
         found = look_up.first_rows(postgres_sql, [{"word": w} for w in ["b", "z", "a", "b"]])
     assert found == [("b",), None, ("a",), ("b",)]
+
+
+def test_split_texts_carry_only_rows_whose_texts_split_back_as_they_were() -> None:
+    split = sets.RowSet({"n": "bigint", "name": "text"}, form=sets.SPLIT)
+    assert split.fits([{"n": 1, "name": "a"}, {"n": None, "name": ""}])
+    assert split.parameter([{"n": 1, "name": "a"}, {"n": None, "name": ""}]) == {
+        "rows_n": "1,",
+        "rows_name": "a\n",
+    }
+    assert not split.fits([{"n": 1, "name": "two\nlines"}])
+    assert not split.fits([{"n": 1, "name": None}, {"n": 2, "name": "b"}])
+    assert not split.fits([{"n": 1, "name": ""}])  # splits into no element at all
+
+
+@pytest.fixture
+def any_sql(app: FastAPI) -> Iterator[Sql]:
+    with checkout(app.state.engine) as sql:
+        yield sql
+
+
+@pytest.mark.parametrize("form", [sets.ARRAYS, sets.SPLIT, sets.JSON_ROWS])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(names=st.lists(st.sampled_from(AWKWARD), min_size=1, max_size=6))
+def test_a_bulk_write_stores_every_row_as_given_on_either_database(
+    any_sql: Sql, form: str, names: list[str]
+) -> None:
+    """On PostgreSQL one statement (or, for rows the form cannot carry, one a row); on
+    SQLite one a row: the same rows either way, with the shared parameters."""
+    write = sets.BulkWrite.insert(
+        sets.RowSet({"n": "bigint", "name": "text"}, form=form),
+        "bulk_rows (n, name, k)",
+        ":n, :name, :k",
+    )
+    with transaction(any_sql):
+        any_sql.run(Statement("CREATE TEMP TABLE bulk_rows (n bigint, name text, k bigint)"), {})
+        write.run(any_sql, [{"n": n, "name": name} for n, name in enumerate(names)], {"k": 7})
+        stored = any_sql.all_rows(Statement("SELECT n, name, k FROM bulk_rows ORDER BY n"), {})
+        any_sql.run(Statement("DROP TABLE bulk_rows"), {})
+    assert [tuple(row) for row in stored] == [(n, name, 7) for n, name in enumerate(names)]
+
+
+def test_rows_sent_as_arrays_keep_their_places(postgres_sql: Sql) -> None:
+    rows = sets.RowSet({"name": "text"}, form=sets.ARRAYS)
+    read = Statement(f"SELECT r.n_, r.name FROM {rows.source}", binary=rows.binary)
+    names = ["c", "a", "b", *AWKWARD]
+    with transaction(postgres_sql):
+        found = postgres_sql.all_rows(read, rows.parameter([{"name": n} for n in names]))
+    assert [tuple(row) for row in found] == list(enumerate(names, start=1))

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import stored_utc
@@ -89,7 +89,11 @@ class Sql:
     @classmethod
     def of_session(cls, session: Session) -> Sql:
         """The connection (and open transaction) a Session is using."""
-        connection = session.connection()
+        return cls.of_connection(session.connection())
+
+    @classmethod
+    def of_connection(cls, connection: Connection) -> Sql:
+        """The driver connection (and open transaction) under a SQLAlchemy Connection."""
         return cls(
             connection.connection.driver_connection,
             connection.dialect.name,

@@ -11,20 +11,18 @@ from typing import Any
 from sqlalchemy import (
     Table,
     and_,
-    bindparam,
     exists,
     func,
-    insert,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from partnerlink.customers.models import Customer
-from partnerlink.db.base import UTCDateTime
+from partnerlink.db import sets
+from partnerlink.db.raw import Sql
 from partnerlink.destinations.models import (
     NEEDS_ATTENTION,
     Destination,
@@ -144,11 +142,12 @@ def conversions_due(
     return list(connection.execute(statement).all())
 
 
-_REMEMBER_CONVERSIONS_POSTGRES = text(
-    "INSERT INTO destination_conversions (destination_id, order_row_id, profile_id, sent_at) "
-    "SELECT :destination_id, sent.order_row_id, :profile_id, :sent_at "
-    "FROM unnest(CAST(:ids AS bigint[])) AS sent(order_row_id)"
-).bindparams(bindparam("sent_at", type_=UTCDateTime()))
+# The orders sent, as one text of ids the server splits (db/sets.SPLIT).
+_REMEMBER_CONVERSIONS = sets.BulkWrite.insert(
+    sets.RowSet({"order_row_id": "bigint"}, form=sets.SPLIT),
+    "destination_conversions (destination_id, order_row_id, profile_id, sent_at)",
+    ":destination_id, :order_row_id, :profile_id, :sent_at",
+)
 
 
 def remember_conversions(
@@ -158,28 +157,9 @@ def remember_conversions(
     order_ids: Sequence[int],
     now: datetime,
 ) -> None:
-    if not order_ids:
-        return
-    if connection.dialect.name == "postgresql":
-        connection.execute(
-            _REMEMBER_CONVERSIONS_POSTGRES,
-            {
-                "destination_id": destination_id,
-                "profile_id": profile_id,
-                "sent_at": now,
-                "ids": list(order_ids),
-            },
-        )
-        return
-    connection.execute(
-        insert(conversions),
-        [
-            {
-                "destination_id": destination_id,
-                "order_row_id": order_id,
-                "profile_id": profile_id,
-                "sent_at": now,
-            }
-            for order_id in order_ids
-        ],
+    sql = Sql.of_connection(connection)
+    _REMEMBER_CONVERSIONS.run(
+        sql,
+        [{"order_row_id": order_id} for order_id in order_ids],
+        {"destination_id": destination_id, "profile_id": profile_id, "sent_at": sql.time(now)},
     )

@@ -27,7 +27,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.compiler import compiles
@@ -36,6 +36,8 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan
+from partnerlink.db import sets
+from partnerlink.db.raw import Sql
 from partnerlink.destinations.models import Destination, DestinationMember
 
 log = logging.getLogger("partnerlink.destinations")
@@ -175,30 +177,31 @@ LOOK_UP_SETTINGS = {"enable_seqscan": "off"}
 
 # PostgreSQL takes a batch's ids and rows as arrays: one statement of a few parameters
 # rather than 10,000 bound values (a DELETE's IN list, an executemany's 10,000 INSERTs).
-# The rows go as one text split by the server at line ends (no stored row holds one:
-# hex hashes and commas, or JSON, which escapes control characters): psycopg quotes a
-# text array element by element in Python, ~0.14 s a 10,000-row batch against ~0.01.
-# So do the ids and fingerprints of a remembered batch, as comma-separated numbers.
+# The rows go as one text split by the server at line ends (db/sets.SPLIT; no stored row
+# holds one: hex hashes and commas, or JSON, which escapes control characters): psycopg
+# quotes a text array element by element in Python, many times slower. So do the ids and
+# fingerprints of a remembered batch, as comma-separated numbers.
 _FORGET_POSTGRES = text(
     "DELETE FROM destination_members WHERE destination_id = :destination_id "
     "AND customer_id = ANY(CAST(:ids AS bigint[]))"
 )
-_REMEMBER_POSTGRES = text(
-    "INSERT INTO destination_members (destination_id, customer_id, profile_id, sent, "
-    "fingerprint) "
-    "SELECT :destination_id, held.customer_id, :profile_id, held.sent, held.fingerprint "
-    "FROM unnest(CAST(string_to_array(:ids, ',') AS bigint[]), "
-    "string_to_array(:rows, E'\\n'), CAST(string_to_array(:fingerprints, ',', '') AS bigint[])) "
-    "AS held(customer_id, sent, fingerprint) "
-    "ON CONFLICT (destination_id, customer_id, profile_id) DO UPDATE SET sent = EXCLUDED.sent, "
-    "fingerprint = EXCLUDED.fingerprint"
+_REMEMBER = sets.BulkWrite.insert(
+    sets.RowSet(
+        {"customer_id": "bigint", "sent": "text", "fingerprint": "bigint"}, form=sets.SPLIT
+    ),
+    "destination_members (destination_id, customer_id, profile_id, sent, fingerprint)",
+    ":destination_id, :customer_id, :profile_id, :sent, :fingerprint",
+    then=" ON CONFLICT (destination_id, customer_id, profile_id)"
+    " DO UPDATE SET sent = EXCLUDED.sent, fingerprint = EXCLUDED.fingerprint",
 )
-_REFINGERPRINT_POSTGRES = text(
-    "UPDATE destination_members SET fingerprint = new.fingerprint "
-    "FROM unnest(CAST(:ids AS bigint[]), CAST(:fingerprints AS bigint[])) "
-    "AS new(customer_id, fingerprint) "
-    "WHERE destination_id = :destination_id AND destination_members.customer_id = "
-    "new.customer_id"
+_NEW_FINGERPRINTS = sets.RowSet({"customer_id": "bigint", "fingerprint": "bigint"}, form=sets.SPLIT)
+_REFINGERPRINT = sets.BulkWrite(
+    _NEW_FINGERPRINTS,
+    postgres="UPDATE destination_members SET fingerprint = r.fingerprint"
+    f" FROM {_NEW_FINGERPRINTS.source} WHERE destination_id = :destination_id"
+    " AND destination_members.customer_id = r.customer_id",
+    one="UPDATE destination_members SET fingerprint = :fingerprint"
+    " WHERE destination_id = :destination_id AND customer_id = :customer_id",
 )
 
 # A member as sent: customer id, the row, the fingerprint of the columns it was made from.
@@ -223,41 +226,13 @@ def remember_members(
 ) -> None:
     """The rows the platform now holds (each replacing what was held for its customer):
     one upsert, not a delete then an insert."""
-    if not rows:
-        return
-    lines = "\n".join(sent for _, sent, _ in rows)
-    if connection.dialect.name == "postgresql" and lines.count("\n") == len(rows) - 1:
-        connection.execute(
-            _REMEMBER_POSTGRES,
-            {
-                "destination_id": destination_id,
-                "profile_id": profile_id,
-                "ids": ",".join([str(customer_id) for customer_id, _, _ in rows]),
-                "rows": lines,
-                # An empty element is NULL (a row held before fingerprints).
-                "fingerprints": ",".join(
-                    ["" if fingerprint is None else str(fingerprint) for _, _, fingerprint in rows]
-                ),
-            },
-        )
-        return
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(members)
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[members.c.destination_id, members.c.customer_id, members.c.profile_id],
-            set_={"sent": statement.excluded.sent, "fingerprint": statement.excluded.fingerprint},
-        ),
+    _REMEMBER.run(
+        Sql.of_connection(connection),
         [
-            {
-                "destination_id": destination_id,
-                "customer_id": customer_id,
-                "profile_id": profile_id,
-                "sent": sent,
-                "fingerprint": fingerprint,
-            }
+            {"customer_id": customer_id, "sent": sent, "fingerprint": fingerprint}
             for customer_id, sent, fingerprint in rows
         ],
+        {"destination_id": destination_id, "profile_id": profile_id},
     )
 
 
@@ -266,26 +241,13 @@ def refingerprint_members(
 ) -> None:
     """New fingerprints of held members whose columns changed but whose row did not
     (a name's punctuation, a row held before fingerprints): no call, only a record."""
-    if not rows:
-        return
-    if connection.dialect.name == "postgresql":
-        connection.execute(
-            _REFINGERPRINT_POSTGRES,
-            {
-                "destination_id": destination_id,
-                "ids": [customer_id for customer_id, _ in rows],
-                "fingerprints": [fingerprint for _, fingerprint in rows],
-            },
-        )
-        return
-    connection.execute(
-        update(members)
-        .where(
-            members.c.destination_id == destination_id,
-            members.c.customer_id == bindparam("member_id"),
-        )
-        .values(fingerprint=bindparam("new_fingerprint")),
-        [{"member_id": c, "new_fingerprint": f} for c, f in rows],
+    _REFINGERPRINT.run(
+        Sql.of_connection(connection),
+        [
+            {"customer_id": customer_id, "fingerprint": fingerprint}
+            for customer_id, fingerprint in rows
+        ],
+        {"destination_id": destination_id},
     )
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from partnerlink.db import sets
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.conversion import stored_time
@@ -96,21 +97,18 @@ _CLAIM_ONE = Statement(
     "DELETE FROM order_journal WHERE id = :id AND failed_at IS NULL"
     " RETURNING id, connection_id, body"
 )
-# The rows travel as arrays in PostgreSQL's binary form (db/raw.Statement): in text form
+# The rows travel as arrays in PostgreSQL's binary form (db/sets.ARRAYS): in text form
 # psycopg escaped every element through a regular expression in Python (measured with
 # bench/orders_journal.py: bench/README.md), and as one JSON text PostgreSQL
 # lexed every body. In id order, as they were given.
-_APPEND_POSTGRES = Statement(
-    "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
-    " SELECT r.profile_id, r.store_id, r.connection_id, r.body, :now FROM unnest("
-    "CAST(:profile_ids AS text[]), CAST(:store_ids AS text[]),"
-    " CAST(:connection_ids AS text[]), CAST(:bodies AS text[]))"
-    " WITH ORDINALITY AS r(profile_id, store_id, connection_id, body, n) ORDER BY r.n",
-    binary=frozenset({"profile_ids", "store_ids", "connection_ids", "bodies"}),
-)
-_APPEND_SQLITE = Statement(
-    "INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
-    " VALUES (:profile_id, :store_id, :connection_id, :body, :now)"
+_APPEND = sets.BulkWrite.insert(
+    sets.RowSet(
+        {"profile_id": "text", "store_id": "text", "connection_id": "text", "body": "text"},
+        form=sets.ARRAYS,
+    ),
+    "order_journal (profile_id, store_id, connection_id, body, received_at)",
+    ":profile_id, :store_id, :connection_id, :body, :now",
+    in_order=True,
 )
 # Whether a full batch waits, and when the oldest waiting entry was acknowledged.
 _READY = Statement(
@@ -176,32 +174,19 @@ def journal_orders(sql: Sql, posts: Sequence[OrderPost]) -> list[Outcome]:
             outcomes.append((False, caller))
     if not accepted:
         return outcomes
-    now = sql.time(utcnow())
-    if sql.postgres:
-        sql.run(
-            _APPEND_POSTGRES,
+    _APPEND.run(
+        sql,
+        [
             {
-                "now": now,
-                "profile_ids": [caller.profile_id for caller, _ in accepted],
-                "store_ids": [caller.store_id for caller, _ in accepted],
-                "connection_ids": [caller.connection_id for caller, _ in accepted],
-                "bodies": [body for _, body in accepted],
-            },
-        )
-    else:
-        sql.run_many(
-            _APPEND_SQLITE,
-            [
-                {
-                    "profile_id": caller.profile_id,
-                    "store_id": caller.store_id,
-                    "connection_id": caller.connection_id,
-                    "body": body,
-                    "now": now,
-                }
-                for caller, body in accepted
-            ],
-        )
+                "profile_id": caller.profile_id,
+                "store_id": caller.store_id,
+                "connection_id": caller.connection_id,
+                "body": body,
+            }
+            for caller, body in accepted
+        ],
+        {"now": sql.time(utcnow())},
+    )
     return outcomes
 
 

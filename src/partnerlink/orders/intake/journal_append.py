@@ -28,6 +28,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from sqlalchemy import URL
 
+from partnerlink.db import sets
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Statement
 from partnerlink.orders.facts import facts_of, journal_text
@@ -38,18 +39,16 @@ from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import digest
 from partnerlink.tokens.service import ACCESS_JOINS, live_access_token
 
-# :token_hashes and :bodies are arrays in arrival order (a batch's token digests and its
-# orders' journal forms), sent in PostgreSQL's binary form (db/raw.Statement): each
-# element travels length-prefixed, so PostgreSQL stores a journal form as the text it is
-# without parsing it (as one JSON parameter it lexed every order's body, which cost it
-# more CPU an order: bench/README.md). The statement answers the (1-based) places of the accepted
-# ones. Ids follow the places: the rows are inserted in that order, as a store's orders
-# must be applied.
+# The batch's token digests and its orders' journal forms, in arrival order, as arrays in
+# PostgreSQL's binary form (db/sets.ARRAYS): each element travels length-prefixed, so
+# PostgreSQL stores a journal form as the text it is without parsing it (as one JSON
+# parameter it lexed every order's body, which cost it more CPU an order:
+# bench/README.md). The statement answers the (1-based) places of the accepted ones. Ids
+# follow the places: the rows are inserted in that order, as a store's orders must be
+# applied.
+_GIVEN = sets.RowSet({"token_hash": "text", "body": "text"}, form=sets.ARRAYS)
 _APPEND = Statement(
-    "WITH given AS ("
-    " SELECT g.n, g.token_hash, g.body"
-    " FROM unnest(CAST(:token_hashes AS text[]), CAST(:bodies AS text[]))"
-    " WITH ORDINALITY AS g(token_hash, body, n)),"
+    f"WITH given AS (SELECT r.n_ AS n, r.token_hash, r.body FROM {_GIVEN.source}),"
     " callers AS ("
     " SELECT given.n, given.body, c.id AS connection_id, c.store_id, s.profile_id"
     f" FROM given CROSS JOIN {ACCESS_JOINS} WHERE {live_access_token('given.token_hash')}),"
@@ -57,7 +56,7 @@ _APPEND = Statement(
     " INSERT INTO order_journal (profile_id, store_id, connection_id, body, received_at)"
     " SELECT profile_id, store_id, connection_id, body, :now FROM callers ORDER BY n)"
     " SELECT n FROM callers",
-    binary=frozenset({"token_hashes", "bodies"}),
+    binary=_GIVEN.binary,
 )
 
 
@@ -80,11 +79,11 @@ class JournalAppender:
         if not self.intake.journals_without_asking(len(posts)):
             return None
         try:
-            params = {
-                "token_hashes": [digest(post.token) for post in posts],
-                "bodies": [journal_text(facts_of(post.order)) for post in posts],
-                "now": utcnow(),
-            }
+            given = [
+                {"token_hash": digest(post.token), "body": journal_text(facts_of(post.order))}
+                for post in posts
+            ]
+            params = {**_GIVEN.parameter(given), "now": utcnow()}
             connection = await self._connection()
             cursor = await connection.execute(
                 _APPEND.postgresql, [params[name] for name in _APPEND.postgresql_names]
