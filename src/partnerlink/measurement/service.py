@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,7 +38,7 @@ from partnerlink.orders.conversion import (
     identifier_hash,
     reclassify_customers,
 )
-from partnerlink.orders.touches import campaign_hashes, record_touches, set_window
+from partnerlink.orders.touches import campaign_touches, record_touches, set_window
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
@@ -162,36 +163,54 @@ def store_touches(
     if not touches:
         return StoredTouches(0, 0, 0)
     windows = _campaign_windows(session, profile_id, touches, default_click_days)
+    # Each touch's window: it changes only the orders made in it.
+    spans = [
+        (touch.touched_at, counts_until(touch.touched_at, windows[touch.campaign_id][touch.kind]))
+        for touch in touches
+    ]
     now = utcnow()
-    new = record_touches(
-        session,
-        [
-            {
-                "profile_id": profile_id,
-                "campaign_id": touch.campaign_id,
-                "email_sha256": touch.email_sha256,
-                "phone_sha256": touch.phone_sha256,
-                "touched_at": touch.touched_at,
-                "imported_at": now,
-                "kind": touch.kind,
-                "counts_until": counts_until(
-                    touch.touched_at, windows[touch.campaign_id][touch.kind]
-                ),
-            }
-            for touch in touches
-        ],
-    )
-    keys = {key for t in touches for key in (t.email_sha256, t.phone_sha256) if key is not None}
-    reclassified = _reclassify_matched(session, profile_id, keys)
+    rows = [
+        {
+            "profile_id": profile_id,
+            "campaign_id": touch.campaign_id,
+            "email_sha256": touch.email_sha256,
+            "phone_sha256": touch.phone_sha256,
+            "touched_at": touch.touched_at,
+            "imported_at": now,
+            "kind": touch.kind,
+            "counts_until": until,
+        }
+        for touch, (_, until) in zip(touches, spans, strict=True)
+    ]
+    new = record_touches(session, rows)
+    reclassified = _reclassify_matched(session, profile_id, touches, spans)
     return StoredTouches(new, len(touches) - new, reclassified)
 
 
-def _reclassify_matched(session: Session, profile_id: str, keys: set[str]) -> int:
-    """Classifies again the orders of the customers whose email or phone hashes to one of
-    `keys`; how many orders changed."""
-    matched = _matched_customers(session, profile_id, keys)
+Span = tuple[datetime, datetime]
+
+
+def _reclassify_matched(
+    session: Session, profile_id: str, touches: Sequence[Any], spans: Sequence[Span]
+) -> int:
+    """Classifies again the orders, in each touch's span, of the customers whose email or
+    phone hashes to one the touch carries (`email_sha256`, `phone_sha256`); how many orders
+    changed."""
+    by_key: dict[str, list[Span]] = defaultdict(list)
+    for touch, span in zip(touches, spans, strict=True):
+        for key in {touch.email_sha256, touch.phone_sha256} - {None}:
+            by_key[key].append(span)
+    matched = _matched_customers(session, profile_id, set(by_key))
+    periods = {
+        customer: [span for key in keys if key is not None for span in by_key.get(key, ())]
+        for customer, keys in matched.items()
+    }
     return reclassify_customers(
-        as_sql(session), profile_id=profile_id, customer_ids=matched, hashes=matched
+        as_sql(session),
+        profile_id=profile_id,
+        customer_ids=matched,
+        hashes=matched,
+        periods=periods,
     )
 
 
@@ -237,10 +256,22 @@ def change_windows(
             kind=kind,
             days=days,
         )
-    keys = campaign_hashes(
-        session, profile_id=campaign.profile_id, campaign_id=campaign.campaign_id
-    )
-    return _reclassify_matched(session, campaign.profile_id, keys)
+    # Only the orders between the old and the new end of a moved window can change.
+    moved_touches = [
+        touch
+        for touch in campaign_touches(
+            session, profile_id=campaign.profile_id, campaign_id=campaign.campaign_id
+        )
+        if touch.kind in moved
+    ]
+    spans = [
+        (
+            counts_until(touch.touched_at, min(current[touch.kind], moved[touch.kind])),
+            counts_until(touch.touched_at, max(current[touch.kind], moved[touch.kind])),
+        )
+        for touch in moved_touches
+    ]
+    return _reclassify_matched(session, campaign.profile_id, moved_touches, spans)
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,8 @@ def classify(
 
 
 Identifiers = Mapping[int, tuple[str | None, str | None]]  # customer id: email, phone hashes
+# customer id: the periods (first, last instant) outside which none of its orders can change
+Periods = Mapping[int, Sequence[tuple[datetime, datetime]]]
 
 
 def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -200,11 +202,14 @@ def reclassify_customers(
     profile_id: str,
     customer_ids: Iterable[int],
     hashes: Identifiers | None = None,
+    periods: Periods | None = None,
 ) -> int:
     """Recomputes the class, campaign and touch kind of every order of these customers from
     the stored data, inside the caller's transaction; answers how many orders changed.
     `hashes`: the customers' identifier hashes when the caller has them (measurement's
-    match of touches to customers); read here otherwise.
+    match of touches to customers); read here otherwise. `periods`: when the caller knows
+    that only a customer's orders made in some periods can change (those new touches'
+    windows hold, or that a window change added or took away), only those are classified.
 
     PostgreSQL classifies them all in one statement by the rule's SQL form, the upsert's
     (`_RECLASSIFY`); SQLite, in process, reads their orders and touches and applies
@@ -212,24 +217,15 @@ def reclassify_customers(
     ids = sorted(set(customer_ids))
     changed = 0
     for chunk in _chunks(sql, ids):
-        if hashes is None:
-            found = {
-                customer_id: (identifier_hash(email), identifier_hash(phone))
-                for customer_id, email, phone in identifiers_of(
-                    sql, profile_id=profile_id, ids=chunk
-                )
-            }
-        else:
-            found = {
-                customer_id: hashes[customer_id] for customer_id in chunk if customer_id in hashes
-            }
+        found = hashes if hashes is not None else _hashes_of(sql, profile_id, chunk)
+        spans = {c: _merged(periods[c]) if periods else [_ALWAYS] for c in chunk}
         if not sql.postgres:
-            changed += _reclassify_chunk(sql, profile_id, chunk, found)
+            changed += _reclassify_chunk(sql, profile_id, chunk, found, spans)
             continue
         rows = [
-            {"customer_id": customer_id, "match_email": email, "match_phone": phone}
-            for customer_id in chunk
-            for email, phone in [found.get(customer_id, (None, None))]
+            dict(zip(_CUSTOMER_ROWS.types, (c, *found.get(c, (None, None)), *span), strict=True))
+            for c in chunk
+            for span in spans[c]
         ]
         changed += sql.run(
             _RECLASSIFY, {**_CUSTOMER_ROWS.parameter(rows), "profile_id": profile_id}
@@ -237,8 +233,39 @@ def reclassify_customers(
     return changed
 
 
-def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], hashes: Identifiers) -> int:
-    touches_by_key = _touches_by_hash(sql, profile_id, hashes.values())
+def _hashes_of(sql: Sql, profile_id: str, ids: Sequence[int]) -> Identifiers:
+    return {
+        customer_id: (identifier_hash(email), identifier_hash(phone))
+        for customer_id, email, phone in identifiers_of(sql, profile_id=profile_id, ids=ids)
+    }
+
+
+_ALWAYS = (_EARLIEST, _LATEST)
+
+
+def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    """Periods that overlap joined into one, in time order."""
+    merged: list[tuple[datetime, datetime]] = []
+    for since, until in sorted(spans):
+        if merged and since <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], until))
+        else:
+            merged.append((since, until))
+    return merged
+
+
+def _within(moment: datetime, spans: Sequence[tuple[datetime, datetime]]) -> bool:
+    return any(since <= moment <= until for since, until in spans)
+
+
+def _reclassify_chunk(
+    sql: Sql,
+    profile_id: str,
+    ids: Sequence[int],
+    hashes: Identifiers,
+    spans: Mapping[int, Sequence[tuple[datetime, datetime]]],
+) -> int:
+    touches_by_key = _touches_by_hash(sql, profile_id, [hashes[c] for c in ids if c in hashes])
     placeholders, params = _in_list("c", ids)
     params["profile_id"] = profile_id
     orders = sql.all_rows(
@@ -258,6 +285,8 @@ def _reclassify_chunk(sql: Sql, profile_id: str, ids: Sequence[int], hashes: Ide
         touches = sorted({touch for key in keys for touch in touches_by_key.get(key, ())})
         first = min(ordered_at for _, ordered_at, _ in its_orders)
         for order_pk, ordered_at, stored in its_orders:
+            if not _within(ordered_at, spans[customer_id]):
+                continue
             wanted = classify(ordered_at, first, touches)
             if wanted != stored:
                 conversion, campaign, kind = wanted
@@ -304,7 +333,13 @@ _SET_CLASS = Statement(
 # one JSON parameter: db/sets.py) classified by the rule's SQL form, the upsert's
 # (conversion_case from RULES, latest_touch), and written where it changed.
 _CUSTOMER_ROWS = sets.RowSet(
-    {"customer_id": "bigint", "match_email": "text", "match_phone": "text"}
+    {
+        "customer_id": "bigint",
+        "match_email": "text",
+        "match_phone": "text",
+        "since": "timestamptz",
+        "until": "timestamptz",
+    }
 )
 _LATEST_TOUCH = latest_touch(
     "latest.campaign_id, latest.kind",
@@ -326,6 +361,7 @@ _RECLASSIFY = Statement(
     f"WITH w AS MATERIALIZED (SELECT o.id, {_CLASS} AS conversion, touch.campaign_id,"
     f" touch.kind FROM {_CUSTOMER_ROWS.source} JOIN orders AS o"
     " ON o.profile_id = :profile_id AND o.customer_id = r.customer_id"
+    " AND o.ordered_at >= r.since AND o.ordered_at <= r.until"
     f" LEFT JOIN LATERAL ({_LATEST_TOUCH}) AS touch ON true"
     " WHERE (o.conversion, o.campaign_id, o.touch_kind)"
     f" IS DISTINCT FROM ({_CLASS}, touch.campaign_id, touch.kind))"

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, or_
+from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
 from partnerlink.db import sets
@@ -76,10 +76,6 @@ _SET_WINDOW = {
     )
     for postgres, end in _MOVED_END.items()
 }
-_HASHES_OF_CAMPAIGN = Statement(
-    "SELECT DISTINCT email_sha256, phone_sha256 FROM touches"
-    " WHERE profile_id = :profile_id AND campaign_id = :campaign_id"
-)
 
 
 def set_window(
@@ -97,12 +93,15 @@ def set_window(
     return sql.run(_SET_WINDOW[sql.postgres], params)
 
 
-def campaign_hashes(db: Session | Sql, *, profile_id: str, campaign_id: str) -> set[str]:
-    """The identifier hashes a campaign's touches carry."""
-    rows = as_sql(db).all_rows(
-        _HASHES_OF_CAMPAIGN, {"profile_id": profile_id, "campaign_id": campaign_id}
+def campaign_touches(db: Session, *, profile_id: str, campaign_id: str) -> list[Any]:
+    """A campaign's touches: rows of (email_sha256, phone_sha256, touched_at, kind)."""
+    return list(
+        db.execute(
+            select(Touch.email_sha256, Touch.phone_sha256, Touch.touched_at, Touch.kind).where(
+                Touch.profile_id == profile_id, Touch.campaign_id == campaign_id
+            )
+        )
     )
-    return {key for pair in rows for key in pair if key is not None}
 
 
 def erase_touches(session: Session, *, profile_id: str, hashes: Collection[str]) -> None:
