@@ -17,7 +17,7 @@ from partnerlink.orders.facts import facts_of, from_journal, journal_text
 from partnerlink.orders.intake.journal import JOURNALED, OrderIntake
 from partnerlink.orders.models import JournaledOrder
 from partnerlink.orders.schemas import OrderIn
-from partnerlink.orders.service import OrderPost, Outcome
+from partnerlink.orders.service import OrderAnswer, OrderPost
 from partnerlink.orders.tasks import apply_journaled_orders
 from partnerlink.problems import InvalidToken, Unavailable
 from tests.conftest import ON_POSTGRES
@@ -27,21 +27,21 @@ from tests.orders.builders import order_body, orders, run_posts
 pytestmark = pytest.mark.skipif(not ON_POSTGRES, reason="the asyncio connection is PostgreSQL's")
 
 
-def quick(app: FastAPI, *batches: Sequence[OrderPost]) -> list[list[Outcome] | None]:
+def quick(app: FastAPI, *batches: Sequence[OrderPost]) -> list[list[OrderAnswer] | None]:
     """Each batch through the app's event-loop journal, on one loop, then closed."""
     pipeline = app.state.orders_pipeline
 
-    async def run() -> list[list[Outcome] | None]:
+    async def run() -> list[list[OrderAnswer] | None]:
         try:
             return [await pipeline.quick(list(batch)) for batch in batches]
         finally:
             await pipeline.close()
 
-    answers: list[list[Outcome] | None] = asyncio.run(run())
+    answers: list[list[OrderAnswer] | None] = asyncio.run(run())
     return answers
 
 
-def kinds(outcomes: Sequence[Outcome] | None) -> list[Any]:
+def kinds(outcomes: Sequence[OrderAnswer] | None) -> list[Any]:
     assert outcomes is not None
     return [value if ok else type(value) for ok, value in outcomes]
 
@@ -147,7 +147,7 @@ def test_a_lost_connection_refuses_the_batch_retryably_and_the_next_one_reconnec
             for n in range(2)
         ]
 
-    async def run() -> list[list[Outcome] | None]:
+    async def run() -> list[list[OrderAnswer] | None]:
         answers = [await pipeline.quick(two("A"))]
         pid = pipeline.quick.__self__.connection.info.backend_pid
         with app.state.engine.connect() as conn:

@@ -68,7 +68,7 @@ class CustomerFields:
         return out
 
 
-Outcome = Literal["created", "updated", "unchanged"]
+CustomerChange = Literal["created", "updated", "unchanged"]
 
 
 def normalize_fields(
@@ -194,7 +194,7 @@ def upsert_customer(
     fields: CustomerFields,
     looked_up: _LookedUp | None = None,
     rekeyed: set[int] | None = None,
-) -> tuple[CustomerRecord, Outcome]:
+) -> tuple[CustomerRecord, CustomerChange]:
     """Applies one normalized record (with an email or a phone) by the matching rule.
 
     A lost race (another writer created or took the customer meanwhile) is

@@ -21,7 +21,7 @@ from partnerlink.db import replica
 from partnerlink.db.base import utcnow
 from partnerlink.destinations import queries
 from partnerlink.destinations.platform import platform_client
-from partnerlink.destinations.sync.engine import Outcome, sync_destination
+from partnerlink.destinations.sync.engine import SyncResult, sync_destination
 from partnerlink.destinations.sync.progress import LEASE_SECONDS
 from partnerlink.settings import Settings
 
@@ -47,7 +47,7 @@ def _http_client(settings: Settings) -> httpx.Client:
 
 def _sync_logged(
     sessions: sessionmaker[Session], settings: Settings, destination_id: str, lease: datetime
-) -> Outcome:
+) -> SyncResult:
     outcome = sync_destination(
         sessions,
         settings,
@@ -77,7 +77,9 @@ def wait_for_syncs(timeout: float = 120.0) -> None:
     _threads.wait(timeout)
 
 
-def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id: str) -> Outcome:
+def sync_now(
+    sessions: sessionmaker[Session], settings: Settings, destination_id: str
+) -> SyncResult:
     """Syncs one destination in this thread (the operator's `destinations sync ID`); one
     a worker is syncing right now answers `busy`."""
     with sessions.begin() as session:
@@ -85,7 +87,7 @@ def sync_now(sessions: sessionmaker[Session], settings: Settings, destination_id
             session, destination_id=destination_id, now=utcnow(), lease_seconds=LEASE_SECONDS
         )
     if row is None:
-        return Outcome(destination_id, "busy")
+        return SyncResult(destination_id, "busy")
     return sync_destination(
         sessions,
         settings,

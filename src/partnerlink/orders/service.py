@@ -86,10 +86,10 @@ class _StoreFacts:
     green_invoices: bool
 
 
-Outcome = tuple[bool, Any]  # (True, StoredOrder) or (False, the error for that request)
+OrderAnswer = tuple[bool, Any]  # (True, StoredOrder) or (False, the error for that request)
 
 
-def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -> list[Outcome]:
+def accept_orders(sql: Sql, posts: Sequence[OrderPost], *, settings: Settings) -> list[OrderAnswer]:
     """Authenticates and stores a batch of orders inside the caller's transaction.
 
     The result is as if the orders were stored one after another in arrival
@@ -142,13 +142,13 @@ def store_orders(
     caller_of: Callable[[int], ConnectedStore],
     *,
     settings: Settings,
-) -> list[Outcome]:
+) -> list[OrderAnswer]:
     """Stores orders phase by phase, the work of `accept_orders` after authentication,
     shared with the journal's (orders/intake/journal.py). `caller_of(i)` is the store behind
     order i, read when that order's turn comes: a store snapshot applied by an earlier
     order makes the next look-up read the store again. It raises InvalidToken to refuse
     that order alone."""
-    outcomes: list[Outcome] = [(False, None)] * len(orders)
+    outcomes: list[OrderAnswer] = [(False, None)] * len(orders)
     admitted: list[_Admitted] = []
     for index, order in enumerate(orders):
         try:

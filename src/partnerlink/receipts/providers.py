@@ -17,7 +17,7 @@ from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.receipts")
 
-Outcome = Literal["sent", "retry", "failed"]
+SendResult = Literal["sent", "retry", "failed"]
 TWILIO_TIMEOUT_SECONDS = 10.0
 # Where Twilio reports each message's fate (receipts/twilio_callbacks.py), under the
 # public URL; the same address is what the callback's signature is checked against.
@@ -27,7 +27,7 @@ TWILIO_INBOUND_PATH = "/webhooks/twilio/inbound"
 
 @dataclass(frozen=True)
 class Delivery:
-    outcome: Outcome
+    outcome: SendResult
     message_id: str | None = None
     reason: str | None = None
     retry_after_seconds: float | None = None

@@ -80,7 +80,9 @@ INTERNAL_FAILURE = "The sync failed in PartnerLink before it finished."
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SyncResult:
+    """How one destination's sync ended (logged by the worker, answered by sync_now)."""
+
     destination_id: str
     result: str  # synced | retry | needs_attention | lease_lost | gone
 
@@ -148,34 +150,34 @@ def sync_destination(
     lease_until: datetime,
     http: httpx.Client,
     read_sessions: sessionmaker[Session] | None = None,
-) -> Outcome:
+) -> SyncResult:
     """Syncs a destination this worker has claimed, and records how it went; its reads
     go to `read_sessions` (the read replica) when it has caught up (see the module doc)."""
     lease = Lease(destination_id, lease_until)
     destination = _load(sessions, destination_id)
     if destination is None:
-        return Outcome(destination_id, "gone")
+        return SyncResult(destination_id, "gone")
     credentials = open_credentials(settings.signing_key, destination)
     if credentials is None:
         message = "The stored credentials cannot be read (the service key changed)."
         _record(sessions, lease, _attention("credentials", message))
-        return Outcome(destination_id, "needs_attention")
+        return SyncResult(destination_id, "needs_attention")
     if not all(printable_ascii(value) for value in credentials.values()):
         # Stored before they were checked: no HTTP request can carry them, so every
         # retry would fail alike.
         message = "The stored credentials hold a line break, control or non-ASCII character."
         _record(sessions, lease, _attention("credentials", message))
-        return Outcome(destination_id, "needs_attention")
+        return SyncResult(destination_id, "needs_attention")
     try:
         report = _run(sessions, settings, destination, credentials, lease, http, read_sessions)
     except LeaseLost:
-        return Outcome(destination_id, "lease_lost")
+        return SyncResult(destination_id, "lease_lost")
     except PlatformError as error:
         return _failed(sessions, settings, destination, lease, error, credentials.values())
     except Exception:
         log.exception("sync of destination %s failed; will retry", destination_id)
         _record(sessions, lease, _retry(settings, destination, "internal", INTERNAL_FAILURE, None))
-        return Outcome(destination_id, "retry")
+        return SyncResult(destination_id, "retry")
     now = utcnow()
     values: dict[str, Any] = {
         "status": ACTIVE,
@@ -191,7 +193,7 @@ def sync_destination(
     if answer is not None:
         values["last_report"] = answer
     recorded = _record(sessions, lease, values)
-    return Outcome(destination_id, "synced" if recorded else "lease_lost")
+    return SyncResult(destination_id, "synced" if recorded else "lease_lost")
 
 
 def _attention(kind: str, message: str) -> dict[str, Any]:
@@ -228,13 +230,13 @@ def _failed(
     lease: Lease,
     error: PlatformError,
     credentials: Iterable[str],
-) -> Outcome:
+) -> SyncResult:
     # The clients' messages hold only our words and known platform messages; should one
     # ever hold a piece of a credential anyway, the advice alone is stored.
     message = "" if holds_credential(error.message, credentials) else error.message
     if error.kind in ("credentials", "invalid"):
         _record(sessions, lease, _attention(error.kind, message))
-        return Outcome(destination.id, "needs_attention")
+        return SyncResult(destination.id, "needs_attention")
     # `retry`; a `rejected` the client could not split is retried alike.
     _record(sessions, lease, _retry(settings, destination, "retry", message, error.retry_after))
-    return Outcome(destination.id, "retry")
+    return SyncResult(destination.id, "retry")

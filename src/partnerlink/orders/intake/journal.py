@@ -45,8 +45,8 @@ from partnerlink.db.raw import Sql, Statement
 from partnerlink.orders.conversion import stored_time
 from partnerlink.orders.facts import facts_of, from_journal, journal_text
 from partnerlink.orders.service import (
+    OrderAnswer,
     OrderPost,
-    Outcome,
     StoredOrder,
     accept_orders,
     authenticate_callers,
@@ -139,7 +139,7 @@ class OrderIntake:
         self.clock = clock
         self.busy_until = 0.0
 
-    def __call__(self, sql: Sql, posts: Sequence[OrderPost]) -> list[Outcome]:
+    def __call__(self, sql: Sql, posts: Sequence[OrderPost]) -> list[OrderAnswer]:
         if self.settings.orders_journal_at == 0:
             return accept_orders(sql, posts, settings=self.settings)
         if self.journals_without_asking(len(posts)) or sql.row(_ANY_WAITING, {}) is not None:
@@ -160,10 +160,10 @@ class OrderIntake:
         return now < self.busy_until
 
 
-def journal_orders(sql: Sql, posts: Sequence[OrderPost]) -> list[Outcome]:
+def journal_orders(sql: Sql, posts: Sequence[OrderPost]) -> list[OrderAnswer]:
     """Authenticates each order and appends the accepted ones to the journal, in one
     statement; a refused token fails only its own order."""
-    outcomes: list[Outcome] = []
+    outcomes: list[OrderAnswer] = []
     accepted: list[tuple[ConnectedStore, str]] = []
     for post, caller in zip(posts, authenticate_callers(sql, posts), strict=True):
         if isinstance(caller, ConnectedStore):

@@ -34,7 +34,7 @@ from partnerlink.db.raw import Statement
 from partnerlink.orders.facts import facts_of, journal_text
 from partnerlink.orders.intake.journal import JOURNALED, OrderIntake
 from partnerlink.orders.intake.pipeline import refusals
-from partnerlink.orders.service import OrderPost, Outcome
+from partnerlink.orders.service import OrderAnswer, OrderPost
 from partnerlink.problems import InvalidToken
 from partnerlink.security.secrets import digest
 from partnerlink.tokens.service import ACCESS_JOINS, live_access_token
@@ -74,7 +74,7 @@ class JournalAppender:
         self.intake = intake
         self.connection: psycopg.AsyncConnection[Any] | None = None
 
-    async def journal(self, posts: Sequence[OrderPost]) -> list[Outcome] | None:
+    async def journal(self, posts: Sequence[OrderPost]) -> list[OrderAnswer] | None:
         """The batch's outcomes once journaled here; None when it is the thread's to take."""
         if not self.intake.journals_without_asking(len(posts)):
             return None

@@ -57,13 +57,13 @@ QUIET_TURNS = 4
 MAX_TURNS = 50
 
 Item = TypeVar("Item")
-Outcome = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
-# Does a batch's work inside its transaction: an outcome per item, in order. Raising
+Answer = tuple[bool, Any]  # (True, the result) or (False, the error for that item)
+# Does a batch's work inside its transaction: an answer per item, in order. Raising
 # rolls the batch back; each item then runs again alone.
-Handler = Callable[[Sql, list[Item]], list[Outcome]]
+Handler = Callable[[Sql, list[Item]], list[Answer]]
 # Takes a batch on the event loop itself, without a thread (orders: journal_append.py), or
 # answers None to leave it to the handler.
-QuickHandler = Callable[[list[Item]], Awaitable[list[Outcome] | None]]
+QuickHandler = Callable[[list[Item]], Awaitable[list[Answer] | None]]
 
 
 class Pipeline(Generic[Item]):
@@ -166,7 +166,7 @@ class Pipeline(Generic[Item]):
             quiet = quiet + 1 if len(self.queue) == queued else 0
 
 
-def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) -> list[Outcome]:
+def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) -> list[Answer]:
     try:
         sql = held.sql()
     except (OperationalError, PoolTimeout) as error:  # no connection to be had
@@ -192,13 +192,13 @@ def _run_all(held: HeldConnection, handler: Handler[Item], items: list[Item]) ->
         held.release_if_broken()  # the server went away: the next batch takes another
 
 
-def _together(sql: Sql, handler: Handler[Item], items: list[Item]) -> list[Outcome]:
+def _together(sql: Sql, handler: Handler[Item], items: list[Item]) -> list[Answer]:
     with transaction(sql):
         sql.wait_briefly_for_locks()
         return handler(sql, items)
 
 
-def _alone(sql: Sql, handler: Handler[Item], item: Item) -> Outcome:
+def _alone(sql: Sql, handler: Handler[Item], item: Item) -> Answer:
     """One item in its own transaction: its answer, or its error for its request."""
     try:
         with transaction(sql):
@@ -209,10 +209,10 @@ def _alone(sql: Sql, handler: Handler[Item], item: Item) -> Outcome:
         return False, error
 
 
-def refusals(count: int, error: Exception) -> list[Outcome]:
+def refusals(count: int, error: Exception) -> list[Answer]:
     """Lock timeouts, an exhausted pool, a lost connection: nothing stored; retryable 500s."""
     log.warning("%d order(s) not stored, database busy: %s", count, type(error).__name__)
-    refusals: list[Outcome] = []
+    refusals: list[Answer] = []
     for _ in range(count):
         busy = Unavailable(retry_after_seconds=1)
         busy.__cause__ = error
