@@ -46,6 +46,8 @@ PLAN: Final[dict[str, Placement]] = {
     "pairing_codes": "reference",
     "integration_tokens": "reference",
     "oauth_authorizations": "reference",
+    "ad_connections": "reference",
+    "ad_connection_states": "reference",
     # The coordinator's own.
     "merchant_sessions": "local",
     "partner_quotas": "local",
