@@ -195,24 +195,27 @@ def test_another_merchants_campaign_or_an_unknown_one_answers_404(
     session.rollback()
 
 
-def test_a_touch_of_an_unknown_kind_is_rejected_alone(
+def test_a_touch_of_an_unknown_kind_refuses_the_request_and_stores_nothing(
     client: TestClient, session: Session, shop: ConnectedStoreFixture, owner: dict[str, str]
 ) -> None:
     touch = {"campaignId": "meta", "touchedAt": "2024-05-02T12:00:00Z", "email": "a@example.com"}
-    answer = touches(
-        client,
-        shop,
-        owner,
+    sent: list[dict[str, Any]] = [
+        {**touch, "kind": None},
         {**touch, "kind": "impression"},
         {**touch, "kind": 1},
-        {**touch, "kind": None},
-    )
-    assert (answer["imported"], answer["rejected"]) == (1, 2)
-    assert answer["errors"] == [
-        {"index": 0, "reason": "kind must be click or view"},
-        {"index": 1, "reason": "kind must be click or view"},
     ]
-    assert count(session, Touch) == 1
+    refused = client.post(f"{base(shop)}/touches", json={"touches": sent}, headers=owner)
+    assert refused.status_code == 400
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    problem = refused.json()
+    assert (problem["code"], problem["detail"]) == (
+        "invalid_field",
+        "touches[1].kind must be click or view",
+    )
+    assert [e["field"] for e in problem["errors"]] == ["touches[1].kind", "touches[2].kind"]
+    assert count(session, Touch) == count(session, Campaign) == 0
+    # Left out or null, a touch is a click.
+    assert touches(client, shop, owner, touch, sent[0])["imported"] == 1
 
 
 def test_the_import_command_takes_the_kind_too(

@@ -32,6 +32,7 @@ from partnerlink.measurement.touches import RejectedTouch, TouchRow, parse_line,
 from partnerlink.merchant.models import Profile
 from partnerlink.orders.conversion import (
     CLICK,
+    KINDS,
     VIEW,
     Identifiers,
     counts_until,
@@ -42,6 +43,8 @@ from partnerlink.orders.touches import campaign_touches, record_touches, set_win
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
+KIND_RULE = "must be click or view"
+SHOWN_KINDS = 20  # touches of an unknown kind named in the refusal
 LINES_PER_BATCH = 2000  # `touches import`: committed batch by batch
 # Windows a campaign may set (CONTRACT.md §16); the click window's default is
 # PARTNERLINK_ATTRIBUTION_WINDOW_DAYS, the setting.
@@ -287,9 +290,19 @@ class TouchBatch:
 def import_touch_batch(
     session: Session, *, profile_id: str, records: Sequence[object], default_click_days: int
 ) -> TouchBatch:
-    """POST .../touches: each bad touch is rejected alone, with its index."""
+    """POST .../touches: each bad touch is rejected alone, with its index; a `kind` other
+    than click or view refuses the whole request (the sender counts touches otherwise)."""
     if len(records) > MAX_TOUCHES:
         raise TooManyTouches(errors=[{"field": "touches", "message": f"at most {MAX_TOUCHES}"}])
+    unknown = [
+        {"field": f"touches[{index}].kind", "message": KIND_RULE}
+        for index, record in enumerate(records)
+        if isinstance(record, dict) and record.get("kind") is not None
+        if record["kind"] not in KINDS
+    ]
+    if unknown:
+        detail = f"{unknown[0]['field']} {KIND_RULE}"
+        raise BadRequest(detail, code="invalid_field", errors=unknown[:SHOWN_KINDS])
     accepted: list[TouchRow] = []
     errors: list[dict[str, Any]] = []
     for index, record in enumerate(records):

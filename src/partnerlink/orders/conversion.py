@@ -374,19 +374,21 @@ _RECLASSIFY = Statement(
 def _touches_by_hash(
     sql: Sql, profile_id: str, hashes: Iterable[tuple[str | None, str | None]]
 ) -> dict[str, list[CountedTouch]]:
-    """The profile's touches by identifier hash."""
+    """The profile's touches by identifier hash (a touch named by both of a customer's
+    hashes comes twice; the caller keeps it once). By email, then by phone: as one
+    condition (email OR phone), SQLite scanned every touch for each chunk."""
     keys = sorted({key for pair in hashes for key in pair if key is not None})
     found: dict[str, list[CountedTouch]] = defaultdict(list)
     for chunk in _chunks(None, keys):
         placeholders, params = _in_list("h", chunk)
         params["profile_id"] = profile_id
+        by = [
+            "SELECT email_sha256, phone_sha256, touched_at, campaign_id, kind, counts_until"
+            f" FROM touches WHERE {column} IN ({placeholders}) AND profile_id = :profile_id"
+            for column in ("email_sha256", "phone_sha256")
+        ]
         for email_hash, phone_hash, touched_at, campaign, kind, until in sql.all_rows(
-            Statement(
-                "SELECT email_sha256, phone_sha256, touched_at, campaign_id, kind, counts_until"
-                f" FROM touches WHERE profile_id = :profile_id AND (email_sha256 IN ({placeholders})"
-                f" OR phone_sha256 IN ({placeholders}))"
-            ),
-            params,
+            Statement(" UNION ALL ".join(by)), params
         ):
             touch = CountedTouch(
                 stored_time(touched_at), campaign, kind == CLICK, stored_time(until)
