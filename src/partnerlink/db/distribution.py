@@ -38,6 +38,9 @@ PLAN: Final[dict[str, Placement]] = {
     "destinations": "distributed",
     "destination_members": "distributed",
     "destination_conversions": "distributed",
+    "destination_runs": "distributed",
+    "destination_request_checks": "distributed",
+    "destination_alerts": "distributed",
     "customer_deletions": "distributed",
     # Small, global, or found by a secret before the profile is known.
     "merchants": "reference",

@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from partnerlink.db.base import Base, IdColumn, UTCDateTime, utcnow
+from partnerlink.db.base import Base, BigIntPK, IdColumn, UTCDateTime, utcnow
 
 PENDING, ACTIVE, NEEDS_ATTENTION = "pending", "active", "needs_attention"
 
@@ -71,6 +71,13 @@ class Destination(Base):
     # The ad connection (CONTRACT §14) whose token the credentials were made from: a
     # reconnect replaces them, a deleted connection stops the destination (migration 0035).
     ad_connection_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    # What the platforms said they matched (CONTRACT §15), apart from `last_report` so
+    # that the worker reading Google's verdicts never races a sync writing its answers:
+    # {"google": {...}, "meta": {...}}, shown as lastReport.google / lastReport.meta.
+    match_report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The state the merchant was last emailed about (`needs_attention` | `stale`), or
+    # NULL: an alert goes out when the destination's state differs from it (migration 0036).
+    alert_state: Mapped[str | None] = mapped_column(String(20))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -114,3 +121,75 @@ class DestinationConversion(Base):
     order_row_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     profile_id: Mapped[str] = mapped_column(String(36))
     sent_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DestinationRun(Base):
+    """One sync of a destination, as the merchant sees it in the run history (kept 90 days).
+
+    `trigger`: schedule | request | retry; `outcome`: ok | nothing_to_do | retry |
+    needs_attention; the counts are this run's alone (the destination's `sent` sums them).
+    """
+
+    __tablename__ = "destination_runs"
+    __table_args__ = (
+        Index("ix_destination_runs_newest", "destination_id", "id"),
+        Index("ix_destination_runs_started_at", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    destination_id: Mapped[str] = mapped_column(ForeignKey("destinations.id", ondelete="CASCADE"))
+    profile_id: Mapped[str] = mapped_column(String(36))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    trigger: Mapped[str] = mapped_column(String(10))
+    outcome: Mapped[str] = mapped_column(String(20))
+    added: Mapped[int] = mapped_column(BigInteger, default=0)
+    removed: Mapped[int] = mapped_column(BigInteger, default=0)
+    events: Mapped[int] = mapped_column(BigInteger, default=0)
+    rejected: Mapped[int] = mapped_column(BigInteger, default=0)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class DestinationRequestCheck(Base):
+    """A Google ingest request whose verdict (`requestStatus:retrieve`) is still to read.
+
+    Read again with backoff while Google answers PROCESSING, given up 24 h after
+    `sent_at`; deleted once read. `records`: how many rows the request carried.
+    """
+
+    __tablename__ = "destination_request_checks"
+    __table_args__ = (Index("ix_destination_request_checks_due", "next_check_at"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    destination_id: Mapped[str] = mapped_column(
+        ForeignKey("destinations.id", ondelete="CASCADE"), index=True
+    )
+    profile_id: Mapped[str] = mapped_column(String(36))
+    request_id: Mapped[str] = mapped_column(String(200))
+    records: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_check_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class DestinationAlert(Base):
+    """The email telling the merchant that a destination entered `state`
+    (`needs_attention` | `stale`): one per change of state, retried with backoff until
+    the SMTP server takes it (`sent_at`), never sent twice."""
+
+    __tablename__ = "destination_alerts"
+    __table_args__ = (Index("ix_destination_alerts_due", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    destination_id: Mapped[str] = mapped_column(
+        ForeignKey("destinations.id", ondelete="CASCADE"), index=True
+    )
+    profile_id: Mapped[str] = mapped_column(String(36))
+    state: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
