@@ -29,7 +29,7 @@ every write (records, counters, the basis, VACUUM) go to the primary.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import queries
+from partnerlink.destinations import queries, verdicts
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
 from partnerlink.destinations.platform import PlatformError, holds_credential
 from partnerlink.destinations.schemas import printable_ascii
@@ -100,15 +100,25 @@ def _load(sessions: sessionmaker[Session], destination_id: str) -> Destination |
         return destination
 
 
-def _record(sessions: sessionmaker[Session], lease: Lease, values: dict[str, Any]) -> bool:
+def _record(
+    sessions: sessionmaker[Session],
+    lease: Lease,
+    values: dict[str, Any],
+    then: Callable[[Session], None] | None = None,
+) -> bool:
+    """Writes the outcome if the lease still holds, and then `then` in the same
+    transaction (not run when the lease was lost)."""
     with sessions.begin() as session:
-        return record_if_leased(
+        recorded = record_if_leased(
             session,
             queries.destinations,
             row_id=lease.destination_id,
             lease_until=lease.until,
             values={**values, "sync_requested": False, "updated_at": utcnow()},
         )
+        if recorded and then is not None:
+            then(session)
+        return recorded
 
 
 def _run(
@@ -192,7 +202,12 @@ def sync_destination(
     answer = report.as_json()
     if answer is not None:
         values["last_report"] = answer
-    recorded = _record(sessions, lease, values)
+    recorded = _record(
+        sessions,
+        lease,
+        values,
+        lambda session: verdicts.queue_checks(session, destination, report.requests),
+    )
     return SyncResult(destination_id, "synced" if recorded else "lease_lost")
 
 

@@ -34,17 +34,21 @@ class Lease:
 
 class Report:
     """The platform's answers over one sync, for `lastReport`: counts summed, the latest
-    request id kept."""
+    request id kept; and every Google request of the sync with how many rows it carried
+    (`requests`), whose verdicts the worker reads afterwards (destinations/verdicts.py)."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
+        self.requests: list[tuple[str, int]] = []
         # Whether the held members should be counted again after the sync (an audience
         # sync that read only the changes leaves the count its records kept).
         self.recount = True
 
     def add(self, answer: dict[str, Any]) -> None:
         for key, value in answer.items():
-            if isinstance(value, int) and not isinstance(value, bool):
+            if key == "requests":
+                self.requests.extend((str(request), int(rows)) for request, rows in value)
+            elif isinstance(value, int) and not isinstance(value, bool):
                 self.values[key] = int(self.values.get(key) or 0) + value
             elif value is not None:
                 self.values[key] = value
