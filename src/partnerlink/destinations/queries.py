@@ -99,8 +99,10 @@ def conversions_due(
     limit: int,
 ) -> list[Any]:
     """Eligible orders not yet sent to the destination, in row-id order after `after`:
-    CLOSED (any letter case), of a real store and no sandbox partner, with an email or a
-    phone, created within the last 62 days."""
+    CLOSED (any letter case) with a price above zero (a refund or a zero-value order is
+    no purchase, CONTRACT §15), of a real store and no sandbox partner, with an email or
+    a phone, created within the last 62 days. One query for every platform, and for a
+    sync's preview."""
     email = func.coalesce(orders.c.customer_email, customers.c.email)
     phone = func.coalesce(orders.c.customer_phone_number, customers.c.phone_number)
     statement = (
@@ -127,6 +129,7 @@ def conversions_due(
             orders.c.profile_id == profile_id,
             orders.c.id > after,
             func.upper(orders.c.order_status) == "CLOSED",
+            orders.c.order_price > 0,
             orders.c.ordered_at >= now - timedelta(days=CONVERSION_DAYS),
             stores.c.is_test.is_(False),
             or_(email.is_not(None), phone.is_not(None)),
