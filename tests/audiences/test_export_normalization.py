@@ -56,10 +56,42 @@ def test_names_and_cities_lose_inner_spaces_and_punctuation_keeping_every_script
         [_sha("maryann"), _sha("oneilsmith"), _sha("stlouis")],
         [_sha("joão"), _sha("zoëłukasz"), _sha("sãopaulo")],
     ]
+    # Google's names as Google's formatter has them: trimmed, lower-cased, inner marks kept.
     google = _export(client, shop, owner, "google")
     assert [row[2:4] for row in google[1:]] == [
-        [_sha("maryann"), _sha("oneilsmith")],
-        [_sha("joão"), _sha("zoëłukasz")],
+        [_sha("mary-ann"), _sha("o'neil smith")],
+        [_sha("joão"), _sha("zoë łukasz")],
+    ]
+
+
+def test_the_google_file_normalizes_as_googles_formatter(
+    client: TestClient, session: Session, shop: ConnectedStoreFixture, owner: dict[str, str]
+) -> None:
+    """CONTRACT §8: gmail.com and googlemail.com addresses lose their dots and `+tag`;
+    other domains keep theirs; names keep inner spaces and hyphens. Meta's file keeps
+    its own rules."""
+    add_customer(
+        session,
+        shop.store,
+        email="jane.doe+ads@googlemail.com",
+        first_name=" Mary Ann ",
+        last_name="O'Neil-Smith",
+    )
+    add_customer(session, shop.store, email="jane.doe+ads@example.com")
+    google = _export(client, shop, owner, "google")
+    assert google[1][:4] == [
+        hashlib.sha256(b"janedoe@googlemail.com").hexdigest(),
+        "",
+        hashlib.sha256(b"mary ann").hexdigest(),
+        hashlib.sha256(b"o'neil-smith").hexdigest(),
+    ]
+    assert google[2][0] == hashlib.sha256(b"jane.doe+ads@example.com").hexdigest()
+    meta = _export(client, shop, owner, "meta")
+    assert meta[1][:4] == [
+        _sha("jane.doe+ads@googlemail.com"),
+        "",
+        _sha("maryann"),
+        _sha("oneilsmith"),
     ]
 
 

@@ -1,10 +1,12 @@
-"""One normalization for the files and the syncs, checked against published examples."""
+"""One normalization for the files and the syncs, checked against published examples;
+Google's by Google's own formatter (CONTRACT §8), its digests computed here with hashlib."""
 
 from __future__ import annotations
 
 import hashlib
 
 from partnerlink.audiences.hashing import (
+    google_email,
     google_line,
     google_postal_code,
     meta_city,
@@ -19,6 +21,7 @@ from partnerlink.destinations.identifiers import (
     has_match_key,
     meta_row,
     meta_user_data,
+    rows_basis,
 )
 
 
@@ -100,8 +103,9 @@ def test_google_user_data_hashes_e164_with_plus_and_sends_region_and_postal_plai
             {"phoneNumber": sha("+16169547888")},
             {
                 "address": {
-                    "givenName": sha("maryann"),
-                    "familyName": sha("oneilsmith"),
+                    # Google's formatter: trimmed and lower-cased, inner marks kept.
+                    "givenName": sha("mary-ann"),
+                    "familyName": sha("o'neil smith"),
                     "regionCode": "US",
                     "postalCode": "63101",
                 }
@@ -145,8 +149,8 @@ def test_the_google_file_row_carries_the_zip() -> None:
         (
             sha("john_smith@gmail.com"),
             sha("+16169547888"),
-            sha("maryann"),
-            sha("oneilsmith"),
+            sha("mary-ann"),
+            sha("o'neil smith"),
             "US",
             "63101",
         )
@@ -177,3 +181,57 @@ def test_meta_line_is_the_meta_hashes_joined() -> None:
     ]
     for row in rows:
         assert meta_line(row) == ",".join(meta_hashes(row)), row
+
+
+def test_google_folds_gmail_dots_and_tags_as_its_formatter_does() -> None:
+    person = Identity(email="Jane.Doe+ads@GoogleMail.com", first_name="x")
+    expected = hashlib.sha256(b"janedoe@googlemail.com").hexdigest()
+    assert google_user_data(person)["userIdentifiers"] == [{"emailAddress": expected}]
+    assert google_line(person.row()).split(",")[0] == expected
+    gmail = google_user_data(Identity(email=" J.O.H.N+shop@gmail.com "))
+    assert gmail["userIdentifiers"] == [{"emailAddress": sha("john@gmail.com")}]
+    # Meta's rule is ours, unchanged: the dots and the tag stay.
+    assert meta_row(person)[0] == sha("jane.doe+ads@googlemail.com")
+
+
+def test_other_domains_keep_their_dots_and_tags() -> None:
+    for email in ("Jane.Doe+ads@example.com", "jane.doe+ads@gmail.co.uk"):
+        identifiers = google_user_data(Identity(email=email))["userIdentifiers"]
+        assert identifiers == [{"emailAddress": sha(email.lower())}]
+
+
+def test_google_names_keep_inner_spaces_and_hyphens() -> None:
+    person = Identity(
+        email="a@b.co",
+        first_name="  Mary Ann ",
+        last_name="O'Neil-Smith",
+        country="ie",
+        postal_code="D02 X285",
+    )
+    address = google_user_data(person)["userIdentifiers"][1]["address"]
+    assert address == {
+        "givenName": hashlib.sha256(b"mary ann").hexdigest(),
+        "familyName": hashlib.sha256(b"o'neil-smith").hexdigest(),
+        "regionCode": "IE",
+        "postalCode": "D02 X285",
+    }
+    cells = google_line(person.row()).split(",")
+    assert cells[2:] == [address["givenName"], address["familyName"], "IE", "D02 X285"]
+
+
+def test_a_value_the_formatter_refuses_is_left_out_never_a_crash() -> None:
+    person = Identity(email="jane doe@example.com", phone="+16505551212")
+    assert google_email(person.email) is None
+    assert google_user_data(person)["userIdentifiers"] == [{"phoneNumber": sha("+16505551212")}]
+    assert google_line(person.row()).startswith(",")
+    for email in ("no-at-sign", "@example.com", "a@", "+@gmail.com", "a@b@c"):
+        assert google_email(email) is None, email
+    # A country that is not two letters leaves no region, hence no address.
+    odd = Identity(email="a@b.co", first_name="A", last_name="B", country="USA", postal_code="1")
+    assert google_user_data(odd)["userIdentifiers"] == [{"emailAddress": sha("a@b.co")}]
+
+
+def test_googles_rows_basis_names_the_formatter_and_its_version() -> None:
+    assert rows_basis("meta") is None
+    basis = rows_basis("google")
+    assert basis is not None and basis.startswith("google-ads-datamanager-util ")

@@ -4,14 +4,28 @@ The customer-list files (`audiences` export) and the platforms' APIs (`destinati
 both take their values from here, so that a person hashes the same way in a file a
 merchant uploads by hand and in a sync.
 
+Meta:
 - email: trimmed, lower-cased.
-- phone: Meta wants the digits with the country code and no `+`; Google E.164 with `+`.
+- phone: the digits with the country code and no `+`.
 - first and last name, city: lower-cased, whitespace and punctuation (and symbols)
   removed, letters of every script kept (Unicode NFC, hashed as UTF-8):
   `Mary-Ann` → `maryann`, `São Paulo` → `sãopaulo`, `Zoë` → `zoë`.
-- country: ISO 3166-1 alpha-2, lower case for Meta's hash, upper case where Google
-  takes it plain (`regionCode`, the file's `Country`).
-- postal code: plain for Google, trimmed; a US code keeps its first five digits.
+- country: ISO 3166-1 alpha-2, lower case, hashed.
+
+Google (CONTRACT §8: Google's own formatter, `google.ads.datamanager_util.Formatter`
+of the google-ads-datamanager-util package, not its rules written again):
+- email: trimmed, lower-cased; for gmail.com and googlemail.com the dots and the
+  `+suffix` of the user part removed (`Jane.Doe+ads@GoogleMail.com` →
+  `janedoe@googlemail.com`); other domains keep theirs.
+- phone: E.164 with `+`.
+- first and last name: trimmed, lower-cased; inner spaces, hyphens and apostrophes kept
+  (`Mary Ann` → `mary ann`, `O'Neil-Smith` → `o'neil-smith`).
+- country: ISO 3166-1 alpha-2, upper case, plain (`regionCode`, the file's `Country`).
+- postal code: ours (the formatter only trims): plain, trimmed; a US code keeps its
+  first five digits.
+A value the formatter refuses (ValueError: an email with inner whitespace, no `@`)
+is left out, as an unknown one is.
+
 Hashes are lower-case hex SHA-256 of the UTF-8 bytes.
 
 Customers are stored normalized already (email trimmed and lower-cased, phone in
@@ -22,10 +36,15 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from hashlib import sha256
+from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from partnerlink.kit.digests import sha256_hex
+
+if TYPE_CHECKING:
+    from google.ads.datamanager_util import Formatter
 
 META_HEADER = "email,phone,fn,ln,ct,country"
 GOOGLE_HEADER = "Email,Phone,First Name,Last Name,Country,Zip"
@@ -66,6 +85,8 @@ def meta_phone(e164: str | None) -> str | None:
 
 
 def google_phone(e164: str | None) -> str | None:
+    """E.164 with `+`, by our rule: the suppression list's phone (audiences/choices.py).
+    Google's identifier is google_phone_number, by Google's formatter."""
     digits = meta_phone(e164)
     return f"+{digits}" if digits else None
 
@@ -124,25 +145,14 @@ def google_postal_code(postal_code: str | None, country: str | None) -> str | No
     return value or None
 
 
-def _hashed_person(
-    row: CustomerRow, phone: Callable[[str | None], str | None]
-) -> tuple[str, str, str, str]:
-    """The four values both platforms hash alike: email, phone (in the platform's own
-    form), first and last name."""
-    email, phone_number, first_name, last_name = row[:4]
-    return (
-        hashed(normalized_email(email)),
-        hashed(phone(phone_number)),
-        hashed_common(normalized_name(first_name)),
-        hashed(normalized_name(last_name)),
-    )
-
-
 def meta_hashes(row: CustomerRow) -> tuple[str, str, str, str, str, str]:
     """The six values of Meta's schema EMAIL, PHONE, FN, LN, CT, COUNTRY; "" when unknown."""
-    city, country = row[4], row[5]
+    email, phone_number, first_name, last_name, city, country = row[:6]
     return (
-        *_hashed_person(row, meta_phone),
+        hashed(normalized_email(email)),
+        hashed(meta_phone(phone_number)),
+        hashed_common(normalized_name(first_name)),
+        hashed(normalized_name(last_name)),
         hashed_common(meta_city(city)),
         hashed_common(meta_country(country)),
     )
@@ -184,15 +194,78 @@ def meta_line(row: CustomerRow) -> str:
     )
 
 
-def google_line(row: CustomerRow) -> str:
-    country, postal_code = row[5], row[6]
-    return ",".join(
-        (
-            *_hashed_person(row, google_phone),
-            google_country(country) or "",
-            google_postal_code(postal_code, country) or "",
-        )
+# -- Google: its own formatter ------------------------------------------------------
+
+
+@cache
+def google_formatter() -> Formatter:
+    """Google's formatter, imported on first use: the package's import pulls tink and
+    Cloud KMS for its Encrypter (about 0.5 s), which the server's start need not pay
+    (it imports this module, and the worker's sync, at start)."""
+    from google.ads.datamanager_util import Formatter
+
+    return Formatter()
+
+
+@cache
+def google_rules() -> str:
+    """What Google's rows depend on besides the customer's columns: the formatter's
+    version. A destination's sync basis holds it (destinations/identifiers.py), so that
+    held rows made under other rules are compared and replaced once."""
+    return f"google-ads-datamanager-util {version('google-ads-datamanager-util')}"
+
+
+def _formatted(format_value: Callable[[str], str], value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return format_value(value) or None
+    except ValueError:  # the formatter refuses it: left out, like an unknown value
+        return None
+
+
+def google_email(email: str | None) -> str | None:
+    return _formatted(google_formatter().format_email_address, email)
+
+
+def google_phone_number(phone: str | None) -> str | None:
+    return _formatted(google_formatter().format_phone_number, phone)
+
+
+def google_given_name(name: str | None) -> str | None:
+    return _formatted(google_formatter().format_given_name, name)
+
+
+def google_family_name(name: str | None) -> str | None:
+    return _formatted(google_formatter().format_family_name, name)
+
+
+def google_region(country: str | None) -> str | None:
+    return _formatted(google_formatter().format_region_code, country)
+
+
+@lru_cache(maxsize=65_536)
+def google_given_name_hash(name: str | None) -> str:
+    """A given name's hash by the value as stored (many share it)."""
+    return hashed(google_given_name(name))
+
+
+def google_hashes(row: CustomerRow) -> tuple[str, str, str, str, str, str]:
+    """The Google file's six cells: email, phone, first and last name hashed; country
+    and postal code plain; "" when unknown or refused by the formatter."""
+    email, phone, first_name, last_name, _city, country, postal_code = row[:7]
+    return (
+        hashed(google_email(email)),
+        hashed(google_phone_number(phone)),
+        google_given_name_hash(first_name),
+        hashed(google_family_name(last_name)),
+        google_region(country) or "",
+        google_postal_code(postal_code, country) or "",
     )
+
+
+def google_line(row: CustomerRow) -> str:
+    return ",".join(google_hashes(row))
 
 
 FORMATS: dict[str, tuple[str, Callable[[CustomerRow], str]]] = {

@@ -1,8 +1,10 @@
 """A customer's stored fields as each platform matches them (CONTRACT §11).
 
 The normalization is the §8 export's (`audiences.hashing`), so a sync and a file hash a
-person alike. Only Google's `regionCode` and `postalCode` leave plain, as Google asks;
-every other value leaves as a lower-case hex SHA-256.
+person alike: Meta's by our rules, Google's by Google's own formatter
+(google-ads-datamanager-util, imported on first use). Only Google's `regionCode` and
+`postalCode` leave plain, as Google asks; every other value leaves as a lower-case hex
+SHA-256.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from partnerlink.audiences.hashing import (
-    google_country,
+    google_email,
+    google_family_name,
+    google_given_name_hash,
     google_phone,
+    google_phone_number,
     google_postal_code,
+    google_region,
+    google_rules,
     hashed,
-    hashed_common,
     meta_hashes,
     normalized_email,
-    normalized_name,
 )
 
 # Meta's user_data keys, in META_SCHEMA's order (EMAIL, PHONE, FN, LN, CT, COUNTRY).
@@ -67,23 +72,24 @@ def meta_user_data(identity: Identity) -> dict[str, list[str]]:
 
 def google_user_data(identity: Identity) -> dict[str, Any]:
     """Data Manager `userData`: the email's and the E.164 phone's hashes, and an address
-    only when first name, last name, country and postal code are all known."""
+    only when first name, last name, country and postal code are all known (each as
+    Google's formatter has it; a value it refuses counts as unknown)."""
     identifiers: list[dict[str, Any]] = []
-    email = normalized_email(identity.email)
+    email = google_email(identity.email)
     if email:
         identifiers.append({"emailAddress": hashed(email)})
-    phone = google_phone(identity.phone)
+    phone = google_phone_number(identity.phone)
     if phone:
         identifiers.append({"phoneNumber": hashed(phone)})
-    given = normalized_name(identity.first_name)
-    family = normalized_name(identity.last_name)
-    region = google_country(identity.country)
+    given = google_given_name_hash(identity.first_name)
+    family = google_family_name(identity.last_name)
+    region = google_region(identity.country)
     postal = google_postal_code(identity.postal_code, identity.country)
     if given and family and region and postal:
         identifiers.append(
             {
                 "address": {
-                    "givenName": hashed_common(given),
+                    "givenName": given,
                     "familyName": hashed(family),
                     "regionCode": region,
                     "postalCode": postal,
@@ -91,6 +97,14 @@ def google_user_data(identity: Identity) -> dict[str, Any]:
             }
         )
     return {"userIdentifiers": identifiers}
+
+
+def rows_basis(platform: str) -> str | None:
+    """What a platform's audience rows depend on besides the customer's columns, for
+    the sync's basis (sync/audience_sync.py): Google's formatter and its version, so
+    that rows held from before it (or another version) are compared once and a changed
+    row replaced; None for Meta, whose rules are ours (sync/audience_sync.ROW_FORMAT)."""
+    return google_rules() if platform == "google" else None
 
 
 def has_match_key(identity: Identity) -> bool:

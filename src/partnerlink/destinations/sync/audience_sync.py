@@ -14,8 +14,9 @@ not held, the held rows whose customer is no longer a member, and the members wh
 fingerprint changed; only those are hashed. Membership itself (opt-outs, erasures,
 STOPs, test stores, the time-based segments) is the export's predicate, evaluated on
 every sync; the one rule applied here, the campaign's control group, is fixed by the
-basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format)
-compares every member once, and is recorded when that sync completes.
+basis. A new basis (a PATCHed segment or campaign, a changed holdout, a new row format,
+another version of Google's formatter) compares every member once, and is recorded when
+that sync completes.
 
 The segment `all` needs less: its members are decided by the customer rows, their
 opt-outs and erasures alone, each of which the database numbers as it is written
@@ -44,6 +45,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.audiences import queries as audience_queries
 from partnerlink.audiences.service import ExportPlan, plan_export
 from partnerlink.db import replica
+from partnerlink.destinations.identifiers import rows_basis
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.sync import changes, members
 from partnerlink.destinations.sync.batches import Addition, Batches, Removal
@@ -71,6 +73,9 @@ def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int
     """The campaign's control group, which never sees its ads (CONTRACT §7), and the
     basis of the comparison: what the held rows depend on besides the customer."""
     terms: list[Any] = [ROW_FORMAT, destination.platform, destination.segment]
+    rules = rows_basis(destination.platform)  # Google's formatter and its version
+    if rules is not None:
+        terms.append(rules)
     if destination.campaign_id is None:
         excluded: Callable[[int], bool] = lambda _customer_id: False  # noqa: E731
     else:
