@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import httpx
 import pytest
 
 from partnerlink.destinations.google import GoogleClient, GoogleTarget, google_purchase_event
@@ -318,3 +319,126 @@ def test_event_timestamps_are_rfc3339_utc() -> None:
         user_data={},
     )
     assert event["eventTimestamp"] == "2026-01-02T03:04:05Z"
+
+
+# -- every body as the official types parse it (CONTRACT §11) -------------------------
+
+CONSENTED = GoogleTarget(
+    customer_id=CUSTOMER_ID,
+    product_destination_id=USER_LIST_ID,
+    consent={"adUserData": "granted", "adPersonalization": "granted"},
+)
+
+
+def test_consent_travels_on_ingest_calls_only(
+    fake_google_server: FakeGoogle, google_client: GoogleClient
+) -> None:
+    """RemoveAudienceMembersRequest has no `consent` field: a consented merchant's
+    removals go without it, and the strict stand-in takes them."""
+    google_client.add_members(CONSENTED, [_member(1), _member(2)])
+    report = google_client.remove_members(CONSENTED, [_member(1)])
+    consented_sales = GoogleTarget(CUSTOMER_ID, CONVERSION_ACTION_ID, consent=CONSENTED.consent)
+    google_client.send_events(consented_sales, [_event(1)])
+
+    ingest, remove, events = fake_google_server.bodies
+    assert (
+        ingest["consent"]
+        == events["consent"]
+        == {
+            "adUserData": "CONSENT_GRANTED",
+            "adPersonalization": "CONSENT_GRANTED",
+        }
+    )
+    assert "consent" not in remove
+    assert report.sent == 1 and fake_google_server.members() == [_member(2)]
+    assert fake_google_server.refusals == []
+
+
+def test_the_stand_in_refuses_what_the_official_types_refuse(
+    fake_google_server: FakeGoogle, google_client: GoogleClient
+) -> None:
+    """As Google's front end: an unknown field or a wrong enum name is 400
+    INVALID_ARGUMENT with the parser's words, and nothing is taken."""
+    token = google_client.access_token()
+    destinations = AUDIENCE.destinations()
+    members = [{"userData": _member(1)}]
+    refused = {
+        "/v1/audienceMembers:remove": {
+            "destinations": destinations,
+            "audienceMembers": members,
+            "consent": {"adUserData": "CONSENT_GRANTED"},
+            "encoding": "HEX",
+        },
+        "/v1/audienceMembers:ingest": {
+            "destinations": destinations,
+            "audienceMembers": members,
+            "encoding": "HEXADECIMAL",
+        },
+        "/v1/events:ingest": {
+            "destinations": destinations,
+            "events": [{**_event(1), "eventSource": "SHOP"}],
+            "encoding": "HEX",
+        },
+    }
+    with httpx.Client(base_url=fake_google_server.datamanager_url) as http:
+        answers = [
+            http.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
+            for path, body in refused.items()
+        ]
+        unknown_parameter = http.get(
+            "/v1/requestStatus:retrieve",
+            params={"requestId": "x", "destination": "1"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    for answer in [*answers, unknown_parameter]:
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert 'has no field named "consent"' in answers[0].json()["error"]["message"]
+    assert "Invalid enum value HEXADECIMAL" in answers[1].json()["error"]["message"]
+    assert "Invalid enum value SHOP" in answers[2].json()["error"]["message"]
+    assert 'has no field named "destination"' in unknown_parameter.json()["error"]["message"]
+    assert fake_google_server.members() == [] and fake_google_server.taken == {}
+
+
+def test_each_ingest_request_is_reported_with_its_rows(
+    fake_google_server: FakeGoogle, google_client: GoogleClient
+) -> None:
+    added = google_client.add_members(AUDIENCE, [_member(n) for n in range(12_000)])
+    removed = google_client.remove_members(AUDIENCE, [_member(1)])
+
+    ids = fake_google_server.request_ids()
+    assert added.as_report() == {
+        "requestId": ids[1],
+        "requests": [[ids[0], 10_000], [ids[1], 2_000]],
+    }
+    # A removal has no verdict to read: its request id is kept, no check queued.
+    assert removed.as_report()["requests"] == [] and removed.as_report()["requestId"]
+
+
+def test_request_status_is_read_with_a_get_by_request_id(
+    fake_google_server: FakeGoogle, google_client: GoogleClient
+) -> None:
+    report = google_client.add_members(AUDIENCE, [_member(n) for n in range(40)])
+    ((request_id, rows),) = report.requests
+    fake_google_server.script_verdicts(
+        processing=1, errors={"PROCESSING_ERROR_REASON_NO_CONSENT": 3}
+    )
+
+    first: Any = google_client.request_status(request_id)
+    second: Any = google_client.request_status(request_id)
+
+    retrieve = fake_google_server.requests_to(lambda r: "requestStatus" in r.path)[0]
+    assert retrieve.method == "GET"
+    assert retrieve.path == f"/v1/requestStatus:retrieve?requestId={request_id}"
+    assert first["requestStatusPerDestination"][0]["requestStatus"] == "PROCESSING"
+    (status,) = second["requestStatusPerDestination"]
+    assert status["requestStatus"] == "SUCCESS"
+    ingested = status["audienceMembersIngestionStatus"]["userDataIngestionStatus"]
+    assert ingested["recordCount"] == str(rows) == "40"
+    assert ingested["uploadMatchRateRange"] == "MATCH_RATE_RANGE_20_TO_30"
+    assert status["errorInfo"]["errorCounts"] == [
+        {"reason": "PROCESSING_ERROR_REASON_NO_CONSENT", "recordCount": "3"}
+    ]
+    with pytest.raises(PlatformError) as caught:
+        google_client.request_status("no-such-request")
+    assert caught.value.status == 404

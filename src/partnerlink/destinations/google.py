@@ -7,11 +7,17 @@ minute before its `expires_in`; every call carries it in `Authorization: Bearer`
 - Audience: `POST {datamanager}/v1/audienceMembers:ingest` adds and
   `.../audienceMembers:remove` removes, at most 10,000 members a request.
 - Conversions: `POST {datamanager}/v1/events:ingest`, at most 2,000 events a request.
+- Verdicts: `GET {datamanager}/v1/requestStatus:retrieve?requestId=...` (Google's REST
+  mapping of RetrieveRequestStatus: a GET, the request id as a query parameter) answers
+  what Google made of an ingest request once processed (CONTRACT §15; verdicts.py).
 
 Bodies carry `destinations` (operating account, optional login account, the user list
 or conversion action as `productDestinationId`), `encoding: "HEX"` and, only when the
-merchant stated it, the request-level `consent` (CONTRACT §11). The answer's
-`requestId` is what `lastReport` keeps.
+merchant stated it and only on the ingest calls, the request-level `consent` (CONTRACT
+§11): RemoveAudienceMembersRequest has no `consent` field, and Google refuses a body
+that does not parse as its type (400). The answer's `requestId` is what `lastReport`
+keeps; each ingest request's id, with how many rows it carried, is also answered in
+`requests`, for the worker to read its verdict.
 
 Why plain httpx and not Google's google-ads-datamanager client (0.9.4, tried against
 the local stand-in): its REST transport does reach a local http server (`host`,
@@ -70,6 +76,10 @@ __all__ = [
 
 MAX_MEMBERS = 10_000
 MAX_EVENTS = 2_000
+# The calls whose body has a request-level `consent`, and whose verdict is read later
+# (IngestAudienceMembersRequest, IngestEventsRequest; RemoveAudienceMembersRequest has
+# neither a `consent` field nor a match rate).
+INGEST_METHODS = frozenset({"audienceMembers:ingest", "events:ingest"})
 ConsentValue = Literal["granted", "denied"]
 
 # fieldViolations name the refused rows: `audienceMembers[12].userData...` (or snake_case).
@@ -156,9 +166,14 @@ class GoogleReport:
     sent: int = 0
     rejected: int = 0
     request_ids: list[str] = field(default_factory=list)
+    # Each ingest request Google took, with how many rows it carried: (request id, rows).
+    requests: list[tuple[str, int]] = field(default_factory=list)
 
     def as_report(self) -> dict[str, Any]:
-        return {"requestId": self.request_ids[-1] if self.request_ids else None}
+        return {
+            "requestId": self.request_ids[-1] if self.request_ids else None,
+            "requests": [[request_id, rows] for request_id, rows in self.requests],
+        }
 
 
 def google_purchase_event(
@@ -254,7 +269,7 @@ class GoogleClient(PlatformClient):
             if not batch:
                 return
             body: dict[str, Any] = {"destinations": target.destinations(), key: batch}
-            consent = target.request_consent()
+            consent = target.request_consent() if method in INGEST_METHODS else None
             if consent:
                 body["consent"] = consent
             body["encoding"] = "HEX"
@@ -269,23 +284,40 @@ class GoogleClient(PlatformClient):
                 continue
             report.sent += len(batch)
             request_id = answer.get("requestId")
-            if isinstance(request_id, str):
+            if isinstance(request_id, str) and request_id:
                 report.request_ids.append(request_id[:200])
+                if method in INGEST_METHODS:
+                    report.requests.append((request_id[:200], len(batch)))
             return
         raise PlatformError("invalid", "Google refused the request twice, naming rows each time.")
+
+    # -- verdicts ---------------------------------------------------------------------
+
+    def request_status(self, request_id: str) -> dict[str, object]:
+        """Google's RetrieveRequestStatusResponse for one request, as JSON
+        (`requestStatusPerDestination`: each destination's `requestStatus`, record count,
+        match-rate range, `errorInfo`, `warningInfo`); errors as every call's."""
+        return self._call("v1/requestStatus:retrieve", None, params={"requestId": request_id})
 
     # -- HTTP ------------------------------------------------------------------------
 
     def access_token(self) -> str:
         return access_token(self.client, self.token_url, self.credentials, self.tokens)
 
-    def _call(self, path: str, body: dict[str, Any]) -> dict[str, object]:
+    def _call(
+        self, path: str, body: dict[str, Any] | None, params: dict[str, str] | None = None
+    ) -> dict[str, object]:
+        """A POST of `body`, or a GET with `params` when there is no body."""
         for attempt in range(2):
             token = self.access_token()
+            headers = {"Authorization": f"Bearer {token}"}
             try:
-                response = self.client.post(
-                    f"{self.base}/{path}", json=body, headers={"Authorization": f"Bearer {token}"}
-                )
+                if body is None:
+                    response = self.client.get(
+                        f"{self.base}/{path}", params=params, headers=headers
+                    )
+                else:
+                    response = self.client.post(f"{self.base}/{path}", json=body, headers=headers)
             except httpx.HTTPError as error:
                 raise transport_error(self.name, error) from None
             if response.status_code == 401 and attempt == 0:
