@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from email.utils import parseaddr
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -15,11 +16,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DATA_DIR = Path("data")
 # Set by `partnerlink serve` for its server processes (not in tests' in-process apps).
 SERVER_PROCESS_ENV = "PARTNERLINK_SERVER_PROCESS"
+# Alerts' sender when PARTNERLINK_MAIL_FROM is unset (most mail servers want their own).
+DEFAULT_MAIL_FROM = "PartnerLink <noreply@localhost>"
 
 
 class Settings(BaseSettings):
+    # A refused value is not echoed in the error: some settings hold a password or token.
     model_config = SettingsConfigDict(
-        env_prefix="PARTNERLINK_", env_file=".env", extra="ignore", frozen=False
+        env_prefix="PARTNERLINK_",
+        env_file=".env",
+        extra="ignore",
+        frozen=False,
+        hide_input_in_errors=True,
     )
 
     database_url: str = f"sqlite:///./{DATA_DIR}/partnerlink.db"
@@ -96,6 +104,14 @@ class Settings(BaseSettings):
     # Each platform request's read/write limit: a hanging platform holds one sync thread
     # for at most this long (tests shorten it).
     ad_request_timeout_seconds: float = Field(30, gt=0)
+    # CONTRACT §15: alerts by email. smtp://user:pass@host:587 (STARTTLS) or smtps://
+    # (unset: no email, the console's banner alone). Kept out of repr: it holds a password.
+    smtp_url: str | None = Field(None, repr=False)
+    mail_from: str | None = None  # unset: DEFAULT_MAIL_FROM
+    # Each SMTP step's limit: a mail server that hangs holds the alert sender this long.
+    smtp_timeout_seconds: float = Field(10, gt=0)
+    # A destination with no successful sync for this long is reported stale.
+    ad_stale_hours: float = Field(24, gt=0)
 
     @field_validator("database_url", "database_read_url")
     @classmethod
@@ -129,6 +145,32 @@ class Settings(BaseSettings):
             raise ValueError(f"expected 'file' or s3://bucket/prefix, not {value!r}")
         return value
 
+    @field_validator("smtp_url")
+    @classmethod
+    def _valid_smtp_url(cls, url: str | None) -> str | None:
+        # Refuse a typo at start-up; the message never repeats the URL (its password).
+        if not url:
+            return None
+        parts = urlsplit(url)
+        try:
+            parts.port  # noqa: B018 (raises on a port that is not a number)
+        except ValueError:
+            raise ValueError("the SMTP URL's port is not a number") from None
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ValueError("expected smtp://[user:password@]host[:port] or smtps://...")
+        return url
+
+    @field_validator("mail_from")
+    @classmethod
+    def _valid_mail_from(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if "@" not in parseaddr(value)[1] or any(c in value for c in "\r\n"):
+            raise ValueError(
+                f"expected an address like 'PartnerLink <alerts@example.com>': {value!r}"
+            )
+        return value
+
     @field_validator(
         "public_url",
         "connect_url",
@@ -152,6 +194,10 @@ class Settings(BaseSettings):
     @property
     def effective_receipt_url(self) -> str:
         return self.receipt_url or f"{self.public_url}/receipts"
+
+    @property
+    def effective_mail_from(self) -> str:
+        return self.mail_from or DEFAULT_MAIL_FROM
 
     @property
     def effective_upload_dir(self) -> Path:

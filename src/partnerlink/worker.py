@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink.audiences.tasks import refresh_stored_sizes
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
+from partnerlink.destinations.alerts.tasks import alert_destinations
 from partnerlink.destinations.tasks import sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
@@ -56,6 +57,8 @@ def registered_tasks() -> list[tuple[str, Task]]:
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),
         ("ad platforms", sync_due_destinations),
+        # Emails to merchants whose destination needs them (once per change of state).
+        ("ad alerts", alert_destinations),
         ("idempotency keys", forget_expired_keys),
         # Large profiles' audiences lists, counted again before they get stale.
         ("audience sizes", refresh_stored_sizes),

@@ -78,6 +78,7 @@ def _rows(destinations: list[Destination]) -> list[dict[str, Any]]:
             **destination_json(d),
             "name": NAMES.get(d.platform, d.platform),
             "words": state_in_words(d),
+            "stale": d.alert_state == "stale",  # no sync went through lately (alerts/)
             "credentialFields": CREDENTIAL_FIELDS[d.platform],
         }
         for d in destinations
