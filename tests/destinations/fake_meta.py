@@ -10,11 +10,13 @@
   (or one a test refused with `refuse_events`) refuses the whole request, as Meta does:
   400 with error code 100.
 - Errors are Meta's `{"error": {"message", "type", "code", "error_subcode",
-  "fbtrace_id"}}`: an unknown token is 190 (HTTP 401), an unknown id 100/33 (HTTP 400).
+  "fbtrace_id"}}`: an unknown token is 190 (HTTP 401), an unknown id 100/33 (HTTP 400),
+  a throttled business 80003 (HTTP 400) with `X-Business-Use-Case-Usage`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections import defaultdict
@@ -27,6 +29,7 @@ ACCESS_TOKEN = "EAAGm0PX4ZCpsBAtest-meta-system-user-token"
 VERSION = "v24.0"
 AUDIENCE_ID = "23851234567890123"
 DATASET_ID = "1234567890123456"
+BUSINESS_ID = "102938475610293"
 SCHEMA = ["EMAIL", "PHONE", "FN", "LN", "CT", "COUNTRY"]
 SESSION_KEYS = {"session_id", "batch_seq", "last_batch_flag", "estimated_num_total"}
 EVENT_KEYS = {"event_name", "event_time", "action_source", "event_id", "user_data", "custom_data"}
@@ -72,6 +75,30 @@ class FakeMeta(MetaLogin, FakeServer):
         headers = {"Retry-After": retry_after} if retry_after else {}
         _, body = meta_error(status, code, "User request limit reached")
         self.answer_next(status, body, headers)
+
+    def throttle_next(
+        self,
+        minutes: int,
+        *,
+        code: int = 80_003,
+        status: int = 400,
+        retry_after: str | None = None,
+        usage: str | None = None,
+    ) -> None:
+        """Meta's business use case throttling: error 80003 (custom audiences; 80004 ads
+        management, 80000 insights, ...) with `X-Business-Use-Case-Usage` naming the
+        minutes until access comes back; `usage` replaces the header's JSON."""
+        cases = [
+            {"type": "custom_audience", "call_count": 100, "total_cputime": 12,
+             "total_time": 14, "estimated_time_to_regain_access": minutes},
+            {"type": "ads_management", "call_count": 28, "total_cputime": 25,
+             "total_time": 25, "estimated_time_to_regain_access": 0},
+        ]  # fmt: skip
+        headers = {"X-Business-Use-Case-Usage": usage or json.dumps({BUSINESS_ID: cases})}
+        if retry_after:
+            headers["Retry-After"] = retry_after
+        message = "There have been too many calls to this ad-account. Wait a bit and try again."
+        self.answer_next(status, meta_error(status, code, message)[1], headers)
 
     def server_error_next(self, status: int = 500, times: int = 1) -> None:
         error_status, body = meta_error(status, 2, "Service temporarily unavailable")

@@ -12,6 +12,9 @@ that httpx speaks directly (CONTRACT §11).
   `estimated_num_total`) spans the requests of one call.
 - Conversions: `POST {graph}/{version}/{datasetId}/events`, JSON `{"data": [Event]}`,
   at most 1,000 events a request.
+- Throttling: a refused call is tried again no sooner than its `Retry-After` nor than
+  the longest `estimated_time_to_regain_access` (minutes) of its
+  `X-Business-Use-Case-Usage` header (CONTRACT §15).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, TypeVar
 import httpx
 
 from partnerlink.destinations.platform import (
+    MAX_RETRY_AFTER_SECONDS,
     PlatformClient,
     PlatformError,
     chunks,
@@ -81,6 +85,14 @@ KNOWN_MESSAGES = tuple(
         r"\(#100\) Invalid parameter",
     )
 )
+
+# Meta's business use case rate limits: `X-Business-Use-Case-Usage` is JSON, each
+# business id (or ad account) to its use cases: `{"<id>": [{"type": "ads_management",
+# "call_count", "total_cputime", "total_time" (percents), "estimated_time_to_regain_access"
+# (minutes until calls are no longer throttled)}, ...]}`.
+BUSINESS_USAGE_HEADER = "x-business-use-case-usage"
+_REGAIN_ACCESS = "estimated_time_to_regain_access"
+_MAX_MINUTES = MAX_RETRY_AFTER_SECONDS / 60
 
 AudienceRow = Sequence[str]  # the six hashes of META_SCHEMA, "" for a missing one
 T = TypeVar("T")
@@ -283,7 +295,9 @@ class MetaClient(PlatformClient):
             raise transport_error(self.name, error) from None
         answer = json_object(response)
         if answer is None:
-            raise garbage_answer(self.name, response)
+            garbage = garbage_answer(self.name, response)
+            garbage.retry_after = throttled_seconds(response.headers)
+            raise garbage
         if response.status_code == 200 and "error" not in answer:
             return answer
         raise self._error(response, answer, events=path.endswith("/events"))
@@ -303,7 +317,7 @@ class MetaClient(PlatformClient):
             (details.get("error_user_msg"), details.get("message")),
             KNOWN_MESSAGES,
         )
-        wait = retry_after_seconds(response.headers)
+        wait = throttled_seconds(response.headers)
         if code in _TOKEN_CODES or (code is None and status == 401):
             return PlatformError(
                 "credentials",
@@ -331,6 +345,51 @@ class MetaClient(PlatformClient):
         if events and code == _INVALID_PARAMETER:
             return PlatformError("rejected", said, rejected_rows=1, status=status)
         return PlatformError("invalid", said, status=status)
+
+
+def throttled_seconds(headers: httpx.Headers) -> float | None:
+    """How long Meta asks us to wait: the longer of `Retry-After` and the longest
+    `estimated_time_to_regain_access` in `X-Business-Use-Case-Usage`; None when neither
+    says. A header that is not Meta's JSON is ignored."""
+    waits = [
+        wait
+        for wait in (retry_after_seconds(headers), regain_access_seconds(headers))
+        if wait is not None
+    ]
+    return max(waits, default=None)
+
+
+def regain_access_seconds(headers: httpx.Headers) -> float | None:
+    """The longest `estimated_time_to_regain_access` of `X-Business-Use-Case-Usage`, over
+    every business id and use case, in seconds (at most a day); None when the header is
+    absent, unreadable or names no wait."""
+    text = headers.get(BUSINESS_USAGE_HEADER, "").strip()
+    if not text:
+        return None
+    try:
+        usage = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(usage, dict):
+        return None
+    minutes = [
+        _minutes(case.get(_REGAIN_ACCESS))
+        for cases in usage.values()
+        for case in (cases if isinstance(cases, list) else [cases])
+        if isinstance(case, dict)
+    ]
+    longest = max((m for m in minutes if m is not None), default=None)
+    return None if longest is None else longest * 60.0
+
+
+def _minutes(value: object) -> float | None:
+    """A count of minutes (a number, or its digits) at least zero, at most a day's; None
+    for anything else."""
+    if isinstance(value, str):
+        value = _int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None  # (NaN is not >= 0)
+    return float(min(value, _MAX_MINUTES))
 
 
 def _digits(value: str) -> str:
