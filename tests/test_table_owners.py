@@ -37,6 +37,7 @@ OWNERS: dict[str, str] = {
     "destinations": "destinations",
     "destination_members": "destinations",
     "destination_conversions": "destinations",
+    "destination_request_checks": "destinations",
     "oauth_authorizations": "connect",
     "customers": "customers",
     "customer_deletions": "customers",

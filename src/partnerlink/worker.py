@@ -20,7 +20,7 @@ from partnerlink.audiences.tasks import refresh_stored_sizes
 from partnerlink.customers.storage.configured import upload_storage
 from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.alerts.tasks import alert_destinations
-from partnerlink.destinations.tasks import sync_due_destinations
+from partnerlink.destinations.tasks import read_google_verdicts, sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
 from partnerlink.orders.conversion import reclassify_customers
 from partnerlink.orders.tasks import apply_when_gathered
@@ -57,6 +57,8 @@ def registered_tasks() -> list[tuple[str, Task]]:
         ("e-receipts", send_due_receipts),
         ("webhooks", deliver_due_webhooks),
         ("ad platforms", sync_due_destinations),
+        # What Google made of the audiences and sales sent (match rates), read until done.
+        ("google verdicts", read_google_verdicts),
         # Emails to merchants whose destination needs them (once per change of state).
         ("ad alerts", alert_destinations),
         ("idempotency keys", forget_expired_keys),

@@ -29,7 +29,8 @@ def worker(json_output: bool = JsonOption) -> None:
     (re-classifying the orders of a customer who gained an email or phone) and deletes
     the files of uploads cut off midway; sends e-receipts (text messages); delivers
     partners' webhooks (events, retried with backoff); brings ad platforms up to date
-    (Meta and Google destinations: audiences and sales); sends ad alerts (an email to
+    (Meta and Google destinations: audiences and sales), reading Google verdicts on
+    what was sent (match rates, dropped rows; 24 h at most); sends ad alerts (an email to
     the merchant when a destination needs them or is stale, once per change of state,
     with PARTNERLINK_SMTP_URL set); forgets idempotency keys once
     they expire (24 h); and counts large profiles' audience sizes again before they get

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink import jobs
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import queries
+from partnerlink.destinations import queries, verdicts
 from partnerlink.destinations.platform import platform_client
 from partnerlink.destinations.sync.engine import SyncResult, sync_destination
 from partnerlink.destinations.sync.progress import LEASE_SECONDS
@@ -70,6 +70,12 @@ def sync_due_destinations(sessions: sessionmaker[Session], settings: Settings) -
     for row in claimed:
         _threads.start(_sync_logged, sessions, settings, row.id, row.lease_until)
     return len(claimed)
+
+
+def read_google_verdicts(sessions: sessionmaker[Session], settings: Settings) -> int:
+    """Google's verdicts on the requests the syncs sent (CONTRACT §15): verdicts.py
+    claims the checks due and reads them on threads of their own."""
+    return verdicts.read_verdicts(sessions, settings)
 
 
 def wait_for_syncs(timeout: float = 120.0) -> None:
