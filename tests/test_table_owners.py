@@ -35,6 +35,7 @@ OWNERS: dict[str, str] = {
     "ad_connections": "destinations",
     "ad_connection_states": "destinations",
     "destinations": "destinations",
+    "destination_alerts": "destinations",
     "destination_members": "destinations",
     "destination_conversions": "destinations",
     "destination_request_checks": "destinations",
