@@ -52,6 +52,8 @@ def test_a_refused_token_emails_the_merchant_once_and_again_only_after_a_recover
     assert received.recipients == ["owner@example.com"]
     message = received.message
     assert message["To"] == "owner@example.com" and message["From"] == SENDER
+    assert message["Message-ID"].endswith("@partnerlink.example>") and message["Date"]
+    assert message["Auto-Submitted"] == "auto-generated"
     subject = str(message["Subject"])
     assert "Meta audience" in subject and "Bistro Group" in subject
     body = message.get_content()

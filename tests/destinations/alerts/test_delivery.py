@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.destinations.alerts import tasks
 from partnerlink.destinations.alerts.tasks import (
     BACKOFF_BASE_SECONDS,
     alert_destinations,
@@ -215,7 +216,7 @@ def test_an_alert_is_given_up_after_three_days(
     run_alerts(app, nowhere)
     [alert] = alerts_of(session, destination)
     assert alert.next_attempt_at is None and alert.sent_at is None
-    assert alert.last_error.startswith("Given up after 1 tries. Nothing answered")
+    assert alert.last_error.startswith("Given up after 1 try. Nothing answered")
 
 
 def test_two_workers_at_once_never_send_an_alert_twice(
@@ -252,6 +253,23 @@ def test_two_workers_at_once_never_send_an_alert_twice(
     for destination in destinations:
         [alert] = alerts_of(session, destination)
         assert alert.sent_at is not None and alert.attempts == 1
+
+
+def test_a_failure_on_the_alerts_thread_is_logged_and_the_alert_taken_again(
+    app: FastAPI,
+    session: Session,
+    mailing: Settings,
+    shop: ConnectedStoreFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def fails(*_: object) -> int:
+        raise RuntimeError("the database went away")
+
+    add_destination(session, mailing, shop, **broken())
+    monkeypatch.setattr(tasks, "send_due_alerts", fails)
+    assert run_alerts(app, mailing) == 1
+    assert "sending alerts failed" in caplog.text and "the database went away" in caplog.text
 
 
 @pytest.mark.parametrize(

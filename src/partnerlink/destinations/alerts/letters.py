@@ -7,6 +7,7 @@ segment, and the only error text is `lastError`'s, which never holds a credentia
 from __future__ import annotations
 
 from email.message import EmailMessage
+from email.utils import formatdate, make_msgid, parseaddr
 from typing import Any
 
 from partnerlink.destinations.alerts.queries import STALE
@@ -47,7 +48,7 @@ def compose(letter: Any, *, sender: str, stale_hours: float, public_url: str) ->
             f"PartnerLink has not been able to sync the {destination} of {business} "
             f"for more than {hours}. It keeps trying by itself."
         )
-        happened = error or "No sync has gone through in that time."
+        happened = f"The last try said: {error}" if error else "No sync went through."
         todo = (
             "Open the Ad platforms page to see what it says. If the platform cannot be "
             "reached, check its status page and your ad account; otherwise do what the "
@@ -70,6 +71,9 @@ def compose(letter: Any, *, sender: str, stale_hours: float, public_url: str) ->
     message["From"] = sender
     message["To"] = letter.email
     message["Subject"] = _one_line(subject)
+    message["Date"] = formatdate()
+    message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2])
+    message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no out-of-office replies
     message.set_content(
         f"Hello,\n\n{opening}\n\n"
         f"What happened: {happened}\n\n"

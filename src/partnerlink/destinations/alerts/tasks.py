@@ -58,8 +58,18 @@ def alert_destinations(sessions: sessionmaker[Session], settings: Settings) -> t
     moved, and to look again in LOOK_AGAIN_SECONDS."""
     moved = move_alert_states(sessions, settings)
     if settings.smtp_url and _threads.idle() > 0:
-        _threads.start(send_due_alerts, sessions, settings)
+        _threads.start(_send_logged, sessions, settings)
     return moved, LOOK_AGAIN_SECONDS
+
+
+def _send_logged(sessions: sessionmaker[Session], settings: Settings) -> int:
+    """send_due_alerts on the alerts' thread, whose failure nobody else would see (its
+    claimed emails are taken again once their lease runs out)."""
+    try:
+        return send_due_alerts(sessions, settings)
+    except Exception:
+        log.exception("sending alerts failed; will retry")
+        return 0
 
 
 def wait_for_alerts(timeout: float = 60.0) -> None:
@@ -141,7 +151,8 @@ def _failed(sessions: sessionmaker[Session], row: Any, words: str) -> None:
         )
     )
     if jobs.gave_up(row.created_at, now, GIVE_UP_SECONDS):
-        next_attempt, words = None, f"Given up after {row.attempts} tries. {words}"
+        tries = f"{row.attempts} {'try' if row.attempts == 1 else 'tries'}"
+        next_attempt, words = None, f"Given up after {tries}. {words}"
     with sessions.begin() as session:
         queries.record(
             session,
