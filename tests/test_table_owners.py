@@ -39,6 +39,7 @@ OWNERS: dict[str, str] = {
     "destination_members": "destinations",
     "destination_conversions": "destinations",
     "destination_request_checks": "destinations",
+    "destination_runs": "destinations",
     "oauth_authorizations": "connect",
     "customers": "customers",
     "customer_deletions": "customers",

@@ -9,6 +9,8 @@
   events, answers `{"events_received", "messages", "fbtrace_id"}`; a malformed event
   (or one a test refused with `refuse_events`) refuses the whole request, as Meta does:
   400 with error code 100.
+- `GET /{version}/{audienceId}?fields=approximate_count_lower_bound,...` answers the
+  audience's size as Meta estimates it: rounded, from the rows it holds (`estimate`).
 - Errors are Meta's `{"error": {"message", "type", "code", "error_subcode",
   "fbtrace_id"}}`: an unknown token is 190 (HTTP 401), an unknown id 100/33 (HTTP 400),
   a throttled business 80003 (HTTP 400) with `X-Business-Use-Case-Usage`.
@@ -21,6 +23,7 @@ import re
 import secrets
 from collections import defaultdict
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.destinations.fake_meta_login import MetaLogin
 from tests.destinations.fake_server import Answer, FakeServer, Request
@@ -36,6 +39,19 @@ EVENT_KEYS = {"event_name", "event_time", "action_source", "event_id", "user_dat
 USER_DATA_KEYS = {"em", "ph", "fn", "ln", "ct", "country"}
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _PATH = re.compile(r"^/(v\d+\.\d+)/(\d+)/(users|events)$")
+_NODE = re.compile(r"^/(v\d+\.\d+)/(\d+)$")
+SIZE_FIELDS = {"approximate_count_lower_bound", "approximate_count_upper_bound"}
+
+
+def estimate(people: int) -> tuple[int, int]:
+    """Meta's estimate of an audience's size as this stand-in gives it: a range, rounded
+    (Meta's own example: 5,000 people as 4,900-5,100), -1 for both below 1,000 (too
+    few to estimate)."""
+    if people < 1_000:
+        return -1, -1
+    step = 10 ** (len(str(people)) - 2)  # two significant figures
+    lower = people // step * step
+    return lower, lower + step
 
 
 def meta_error(
@@ -56,6 +72,8 @@ class FakeMeta(MetaLogin, FakeServer):
         self.datasets: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.datasets[DATASET_ID] = []
         self.refused_event_ids: set[str] = set()
+        # A size a test makes Meta answer for an audience, instead of estimate()'s.
+        self.sizes: dict[str, tuple[int, int]] = {}
         # Audience requests taken before the token expires (None: it never does).
         self.token_lasts_for: int | None = None
         self.init_login()  # fake_meta_login: the login dialog, the exchange, the lists
@@ -132,6 +150,9 @@ class FakeMeta(MetaLogin, FakeServer):
         path = request.path.split("?", 1)[0]
         if "access_token" in request.path:
             return Answer(*meta_error(400, 100, "this stand-in expects the token in a header"))
+        node = _NODE.match(path)
+        if node and request.method == "GET" and node.group(1) == VERSION:
+            return self._audience_size(node.group(2), request)
         match = _PATH.match(path)
         if not match or match.group(1) != VERSION:
             return Answer(*meta_error(400, 2500, "Unknown path components", kind="OAuthException"))
@@ -164,6 +185,27 @@ class FakeMeta(MetaLogin, FakeServer):
         if object_id not in self.datasets:
             return Answer(*_no_such_object(object_id))
         return self._events(object_id, body)
+
+    def _audience_size(self, audience_id: str, request: Request) -> Answer:
+        """`GET /{version}/{audienceId}?fields=approximate_count_lower_bound,
+        approximate_count_upper_bound` (CONTRACT §15), from the rows it holds."""
+        if request.headers.get("authorization") != f"Bearer {self.access_token}":
+            return Answer(
+                *meta_error(401, 190, "Invalid OAuth access token - Cannot parse access token")
+            )
+        if audience_id not in self.audiences:
+            return Answer(*_no_such_object(audience_id))
+        query = parse_qs(urlsplit(request.path).query)
+        fields = set(",".join(query.get("fields", [])).split(","))
+        if not fields <= SIZE_FIELDS | {"id", "name"}:
+            return Answer(*meta_error(400, 100, "(#100) Tried accessing nonexisting field"))
+        lower, upper = self.sizes.get(audience_id) or estimate(len(self.audiences[audience_id]))
+        answer: dict[str, Any] = {"id": audience_id}
+        if "approximate_count_lower_bound" in fields:
+            answer["approximate_count_lower_bound"] = lower
+        if "approximate_count_upper_bound" in fields:
+            answer["approximate_count_upper_bound"] = upper
+        return Answer(200, answer)
 
     def _users(self, audience_id: str, method: str, body: Any) -> Answer:
         payload = body.get("payload") if isinstance(body, dict) else None

@@ -35,13 +35,19 @@ class Page(Generic[T]):
     next_cursor: str | None  # None on the last page
 
 
-def after(key: Sequence[InstrumentedAttribute[Any]], values: Sequence[CursorValue]) -> Any:
-    """`key > values` in the key's lexicographic order, spelled with AND/OR (no row values,
-    which older SQLite lacks): (a > x) OR (a = x AND b > y) OR ..."""
+def after(
+    key: Sequence[InstrumentedAttribute[Any]],
+    values: Sequence[CursorValue],
+    *,
+    descending: bool = False,
+) -> Any:
+    """`key > values` in the key's lexicographic order (`<` when `descending`), spelled
+    with AND/OR (no row values, which older SQLite lacks): (a > x) OR (a = x AND b > y) OR ..."""
     terms: list[ColumnElement[bool]] = []
     for position, column in enumerate(key):
         equal_before = [key[i] == values[i] for i in range(position)]
-        terms.append(and_(*equal_before, column > values[position]))
+        beyond = column < values[position] if descending else column > values[position]
+        terms.append(and_(*equal_before, beyond))
     return or_(*terms)
 
 
@@ -53,12 +59,14 @@ def keyset_page(
     limit: int,
     cursor: str | None,
     key_of: Callable[[T], Sequence[CursorValue]] | None = None,
+    descending: bool = False,
 ) -> Page[T]:
     """The page of `statement`'s items (ORM objects, one per row) after `cursor`.
 
     `key` is the unique ascending sort key (its columns in order); `key_of` reads it from an
     item, by default the item's attributes of the same names. A cursor this list did not
-    make answers 400 `invalid_field` on `cursor`.
+    make answers 400 `invalid_field` on `cursor`. `descending`: the key's order reversed
+    (newest first, with a key that only grows).
     """
     if cursor:
         try:
@@ -68,8 +76,9 @@ def keyset_page(
                 "cursor: not a cursor of this list",
                 errors=[{"field": "cursor", "message": "not a cursor of this list"}],
             ) from error
-        statement = statement.where(after(key, values))
-    rows = list(session.scalars(statement.order_by(None).order_by(*key).limit(limit + 1)))
+        statement = statement.where(after(key, values, descending=descending))
+    order = [column.desc() for column in key] if descending else list(key)
+    rows = list(session.scalars(statement.order_by(None).order_by(*order).limit(limit + 1)))
     items = rows[:limit]
     if len(rows) <= limit or not items:
         return Page(items=items, next_cursor=None)

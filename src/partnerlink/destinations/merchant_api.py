@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Response
+from fastapi import APIRouter, Body, Depends, Query, Response
 from pydantic import SkipValidation
 
 from partnerlink.deps import PageDep, SessionDep, SettingsDep
-from partnerlink.destinations import service
+from partnerlink.destinations import runs, service
 from partnerlink.destinations.ad_connections import service as ad_connections
 from partnerlink.destinations.models import Destination
+from partnerlink.destinations.preview import preview
 from partnerlink.destinations.request_shapes import DestinationChangeIn, DestinationRequestIn
 from partnerlink.destinations.schemas import destination_json, destination_request
 from partnerlink.merchant.deps import OwnedProfile
@@ -98,3 +99,41 @@ def delete_destination(destination: OwnedDestination, session: SessionDep) -> Re
     """Syncing stops and the credentials are deleted."""
     service.disconnect(session, destination)
     return Response(status_code=204)
+
+
+RunsLimit = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=runs.MAX_LIMIT,
+        description=f"Runs per page: 1 to {runs.MAX_LIMIT} (default {runs.DEFAULT_LIMIT}).",
+    ),
+]
+RunsCursor = Annotated[
+    str | None,
+    Query(description="The previous page's `nextCursor`; absent for the first page."),
+]
+
+
+@router.get("/profiles/{profileId}/destinations/{destinationId}/runs", responses=RESPONSES)
+def list_runs(
+    destination: OwnedDestination,
+    session: SessionDep,
+    limit: RunsLimit = runs.DEFAULT_LIMIT,
+    cursor: RunsCursor = None,
+) -> dict[str, Any]:
+    """Run history, newest first: each sync's start and end, `trigger` (schedule, request,
+    retry), `outcome` (ok, nothing_to_do, retry, needs_attention), what it added, removed,
+    sent and had refused, and its error; kept 90 days. `nextCursor` (null on the last
+    page) is the next page's `cursor`."""
+    found = runs.page_of_runs(session, destination, limit=limit, cursor=cursor or None)
+    return {"runs": [runs.run_json(run) for run in found.items], "nextCursor": found.next_cursor}
+
+
+@router.get("/profiles/{profileId}/destinations/{destinationId}/preview", responses=RESPONSES)
+def get_preview(
+    destination: OwnedDestination, session: SessionDep, settings: SettingsDep
+) -> dict[str, int]:
+    """What the next sync would send: people to `add` and `remove` (audiences), sales as
+    `events` (conversions); computed without sending or changing anything."""
+    return preview(session, destination, signing_key=settings.signing_key).as_json()

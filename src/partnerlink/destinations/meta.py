@@ -44,6 +44,7 @@ from partnerlink.destinations.platform import (
 META_SCHEMA = ("EMAIL", "PHONE", "FN", "LN", "CT", "COUNTRY")
 MAX_AUDIENCE_ROWS = 10_000
 MAX_EVENTS = 1_000
+AUDIENCE_SIZE_FIELDS = "approximate_count_lower_bound,approximate_count_upper_bound"
 
 # Meta's published error codes (Graph API "Handling Errors"; Marketing API rate limiting).
 _TOKEN_CODES = frozenset({102, 190})  # the token expired, was revoked or is invalid
@@ -235,6 +236,34 @@ class MetaClient(PlatformClient):
             report.num_received += _count(answer.get("num_received"), len(batch))
             report.num_invalid_entries += _count(answer.get("num_invalid_entries"), 0)
         return report
+
+    def audience_size(self, audience_id: str) -> tuple[int | None, int | None]:
+        """Meta's estimate of how many people the audience holds (CONTRACT §15): `GET
+        {graph}/{version}/{audienceId}?fields=approximate_count_lower_bound,
+        approximate_count_upper_bound`, read-only. A bound Meta does not give (or gives
+        as -1, its "not available") is None. Any failure raises PlatformError."""
+        headers = {"Authorization": f"Bearer {self.access_token}"}
+        try:
+            response = self.client.get(
+                f"{self.base}/{_digits(audience_id)}",
+                params={"fields": AUDIENCE_SIZE_FIELDS},
+                headers=headers,
+            )
+        except httpx.HTTPError as error:
+            raise transport_error(self.name, error) from None
+        answer = json_object(response)
+        if answer is None:
+            raise garbage_answer(self.name, response)
+        if response.status_code != 200 or "error" in answer:
+            raise PlatformError(
+                "retry", f"Meta answered HTTP {response.status_code}", status=response.status_code
+            )
+        lower = _int(answer.get("approximate_count_lower_bound"))
+        upper = _int(answer.get("approximate_count_upper_bound"))
+        return (
+            lower if lower is not None and lower >= 0 else None,
+            upper if upper is not None and upper >= 0 else None,
+        )
 
     # -- conversions -----------------------------------------------------------------
 

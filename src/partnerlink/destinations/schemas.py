@@ -280,5 +280,17 @@ def destination_json(destination: Destination) -> dict[str, Any]:
             "events": destination.sent_events,
             "rejected": destination.sent_rejected,
         },
-        "lastReport": destination.last_report,
+        "lastReport": last_report(destination),
     }
+
+
+def last_report(destination: Destination) -> dict[str, Any] | None:
+    """The platform's last answer, and beside it what the platforms said they matched
+    (CONTRACT §15, `match_report`): `google` (Google's verdicts on the requests sent),
+    `meta` (Meta's estimate of the audience's size), each when known."""
+    report = dict(destination.last_report) if destination.last_report else {}
+    matched = destination.match_report or {}
+    for platform in ("google", "meta"):
+        if isinstance(matched.get(platform), dict):
+            report[platform] = matched[platform]
+    return report or None

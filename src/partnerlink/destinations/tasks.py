@@ -5,12 +5,16 @@ a retry's backoff ran out, or a sync was asked for), as many as the pool has idl
 threads, with a lease (partnerlink.jobs), and syncs each on a thread of its own: a
 platform that hangs holds one thread for at most the HTTP client's timeouts, and the
 other destinations go on. The worker loop itself never waits for a platform.
+
+Once an hour the task also deletes the run history older than 90 days (runs.py): one
+indexed DELETE, a few rows.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime
 
 import httpx
@@ -19,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from partnerlink import jobs
 from partnerlink.db import replica
 from partnerlink.db.base import utcnow
-from partnerlink.destinations import queries, verdicts
+from partnerlink.destinations import queries, runs, verdicts
 from partnerlink.destinations.platform import platform_client
 from partnerlink.destinations.sync.engine import SyncResult, sync_destination
 from partnerlink.destinations.sync.progress import LEASE_SECONDS
@@ -32,6 +36,8 @@ POOL_THREADS = 4
 _threads = jobs.JobThreads(POOL_THREADS, name="ad-sync")
 _lock = threading.Lock()
 _http: dict[float, httpx.Client] = {}
+FORGET_RUNS_SECONDS = 3600.0
+_forget_runs_at = [0.0]  # time.monotonic() of this process's next deletion of old runs
 
 
 def _http_client(settings: Settings) -> httpx.Client:
@@ -62,6 +68,7 @@ def _sync_logged(
 
 def sync_due_destinations(sessions: sessionmaker[Session], settings: Settings) -> int:
     """Claims due destinations and starts their syncs; answers how many it started."""
+    forget_old_runs_hourly(sessions)
     idle = _threads.idle()
     if idle <= 0:
         return 0
@@ -70,6 +77,22 @@ def sync_due_destinations(sessions: sessionmaker[Session], settings: Settings) -
     for row in claimed:
         _threads.start(_sync_logged, sessions, settings, row.id, row.lease_until)
     return len(claimed)
+
+
+def forget_old_runs_hourly(sessions: sessionmaker[Session]) -> None:
+    """Deletes the runs older than 90 days, once an hour per worker process."""
+    now = time.monotonic()
+    with _lock:
+        if now < _forget_runs_at[0]:
+            return
+        _forget_runs_at[0] = now + FORGET_RUNS_SECONDS
+    try:
+        forgotten = runs.forget_old_runs(sessions)
+    except Exception:
+        log.exception("deleting old run history failed; will retry within the hour")
+        return
+    if forgotten:
+        log.info("run history: %d run(s) older than %d days deleted", forgotten, runs.KEEP_DAYS)
 
 
 def read_google_verdicts(sessions: sessionmaker[Session], settings: Settings) -> int:
@@ -101,4 +124,5 @@ def sync_now(
         row.lease_until,
         _http_client(settings),
         replica.read_sessions(settings),
+        trigger=runs.REQUEST,
     )

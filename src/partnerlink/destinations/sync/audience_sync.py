@@ -69,7 +69,7 @@ COMPARE_ALL_CHUNK = 20_000
 VACUUM_SHARE = 10
 
 
-def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
+def campaign_rule(session: Session, destination: Destination) -> tuple[Callable[[int], bool], str]:
     """The campaign's control group, which never sees its ads (CONTRACT §7), and the
     basis of the comparison: what the held rows depend on besides the customer."""
     terms: list[Any] = [ROW_FORMAT, destination.platform, destination.segment]
@@ -89,6 +89,23 @@ def _campaign(session: Session, destination: Destination) -> tuple[Callable[[int
             return is_control(salt, customer_id, percent)
 
     return excluded, sha256_hex(json.dumps(terms))
+
+
+def what_to_compare(
+    session: Session, destination: Destination, digest_key: bytes
+) -> tuple[ExportPlan, Callable[[int], bool], str]:
+    """The segment's export plan, the campaign's control group left out, and the basis
+    of the comparison (a sync compares under it; a preview counts as the sync would)."""
+    assert destination.segment is not None
+    plan = plan_export(
+        session,
+        profile_id=destination.profile_id,
+        segment=destination.segment,
+        file_format="meta",
+        digest_key=digest_key,
+    )
+    excluded, basis = campaign_rule(session, destination)
+    return plan, excluded, basis
 
 
 # Changed customers a read covers: two reads at a time, on two of the database's processes.
@@ -118,14 +135,7 @@ def sync_audience(
         reads = replica.caught_up_reads(sessions, reads, f"destination {destination.id}")
     reads = reads or sessions
     with reads() as session:
-        plan = plan_export(
-            session,
-            profile_id=destination.profile_id,
-            segment=destination.segment,
-            file_format="meta",
-            digest_key=digest_key,
-        )
-        excluded, basis = _campaign(session, destination)
+        plan, excluded, basis = what_to_compare(session, destination, digest_key)
     compare_all = destination.members_basis != basis
     ids = changes.ids_to_compare(reads, destination, plan, basis, mark)
     # The recorder outlives the caller: a request answered as the sync stops still has
@@ -219,7 +229,7 @@ def _send_chunks(
             if not reads:
                 break
             rows = reads.popleft().result()
-            adds, removes, refingerprints = _compare(rows, sender, excluded)
+            adds, removes, refingerprints = compare_pairs(rows, sender.row, excluded)
             del rows
             batches.queue(adds, removes)
             batches.refingerprint(refingerprints)
@@ -231,15 +241,15 @@ def _send_chunks(
 _ID, _FINGERPRINT, _HELD_ID, _HELD_ROW, _HELD_FINGERPRINT = 0, 8, 9, 10, 11
 
 
-def _compare(
-    rows: list[Any], sender: AudienceSender, excluded: Callable[[int], bool]
+def compare_pairs(
+    rows: list[Any], make_row: Callable[[Any], str], excluded: Callable[[int], bool]
 ) -> tuple[list[Addition], list[Removal], list[tuple[int, int]]]:
     """What the pairs of member and held row call for: rows to add, rows to remove, and
-    fingerprints to record for members whose row stayed the same."""
+    fingerprints to record for members whose row stayed the same (`make_row`: the
+    sender's row of a customer). The sync sends them; a preview (preview.py) counts them."""
     adds: list[Addition] = []
     removes: list[Removal] = []
     refingerprints: list[tuple[int, int]] = []
-    make_row = sender.row
     for pair in rows:
         customer_id = pair[_ID]
         held_row = pair[_HELD_ROW]

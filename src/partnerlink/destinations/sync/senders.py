@@ -82,6 +82,10 @@ class MetaAudience:
     def row(self, customer: CustomerRow) -> str:
         return meta_line(customer)
 
+    def audience_size(self) -> tuple[int | None, int | None]:
+        """Meta's estimate of the audience's size: (lower bound, upper bound)."""
+        return self.client.audience_size(self.audience_id)
+
     def _sent(self, report: meta.MetaAudienceReport, rows: int) -> Sent:
         return Sent(rows, report.rejected, report.as_report())
 
