@@ -16,9 +16,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from partnerlink.audiences.service import DESCRIPTIONS
-from partnerlink.destinations import service
+from partnerlink.destinations import runs, service, verdicts
 from partnerlink.destinations.ad_connections import web as ad_pages
 from partnerlink.destinations.models import ACTIVE, NEEDS_ATTENTION, Destination
+from partnerlink.destinations.preview import Preview, preview
 from partnerlink.destinations.schemas import (
     CONSENT_FIELDS,
     CREDENTIAL_FIELDS,
@@ -85,11 +86,72 @@ def _rows(destinations: list[Destination]) -> list[dict[str, Any]]:
     ]
 
 
-def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, Any]:
+def preview_in_words(kind: str, counts: Preview) -> str:
+    """The first sync's preview as the page says it (CONTRACT §15)."""
+    if kind == "audience":
+        if not counts.add and not counts.remove:
+            return "The first sync has nobody to add yet."
+        removed = f"{counts.remove:,}" if counts.remove else "none"
+        person = "person" if counts.add == 1 else "people"
+        return f"The first sync will add {counts.add:,} {person} and remove {removed}."
+    if not counts.events:
+        return "The first sync has no sales to send yet."
+    return f"The first sync will send {counts.events:,} sale{'' if counts.events == 1 else 's'}."
+
+
+def meta_in_words(meta: Any) -> str | None:
+    """Meta's estimate of the audience's size (lastReport.meta) in words."""
+    if not isinstance(meta, dict):
+        return None
+    lower, upper = meta.get("approximateCountLowerBound"), meta.get("approximateCountUpperBound")
+    if isinstance(lower, int) and isinstance(upper, int):
+        if lower == upper:
+            return f"Meta estimates the audience at about {lower:,} people."
+        return f"Meta estimates the audience at {lower:,}–{upper:,} people."
+    if isinstance(lower, int):
+        return f"Meta estimates the audience at {lower:,} people or more."
+    return "Meta has not estimated the audience's size yet."
+
+
+def google_in_words(google: Any) -> str | None:
+    """Google's verdicts (lastReport.google) in words: verdicts.google_words."""
+    if not isinstance(google, dict):
+        return None
+    return verdicts.google_words(google) or None
+
+
+def _with_history(
+    session: Session,
+    signing_key: bytes,
+    destinations: list[Destination],
+    rows: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Each row with its last runs, the platforms' match results in words, and before
+    its first sync, the preview of what that sync will send."""
+    latest = runs.latest_runs(session, [d.id for d in destinations])
+    for destination, row in zip(destinations, rows, strict=True):
+        row["runs"] = [runs.run_words(run, destination.kind) for run in latest[destination.id]]
+        report = row.get("lastReport") or {}
+        row["matchWords"] = [
+            said
+            for said in (google_in_words(report.get("google")), meta_in_words(report.get("meta")))
+            if said
+        ]
+        row["preview"] = None
+        if destination.last_sync_at is None:
+            counts = preview(session, destination, signing_key=signing_key)
+            row["preview"] = preview_in_words(destination.kind, counts)
+    return rows
+
+
+def _context(
+    session: Session, merchant_id: str, profile_id: str, signing_key: bytes
+) -> dict[str, Any]:
     profile = owned_profile(session, merchant_id=merchant_id, profile_id=profile_id)
+    destinations = service.of_profile(session, profile.id)
     return {
         "profile": profile,
-        "destinations": _rows(service.of_profile(session, profile.id)),
+        "destinations": _with_history(session, signing_key, destinations, _rows(destinations)),
         "segments": DESCRIPTIONS,
         "form": {},
         "errors": {},
@@ -100,11 +162,16 @@ def _context(session: Session, merchant_id: str, profile_id: str) -> dict[str, A
 def ad_platforms_page(
     request: Request, session: PageSessionDep, user: ConsoleUser, profile_id: str
 ) -> HTMLResponse:
-    context = _context(session, user.merchant.id, profile_id)
+    context = _context(session, user.merchant.id, profile_id, _signing_key(request))
     segment = request.query_params.get("segment")
     context.update(ad_pages.page_context(session, request.app.state.settings, profile_id, segment))
     done = DONE.get(request.query_params.get("done", ""))
     return console_page(request, user, PAGE, {**context, "notice": done})
+
+
+def _signing_key(request: Request) -> bytes:
+    key: bytes = request.app.state.settings.signing_key
+    return key
 
 
 def _request_body(form: dict[str, str]) -> dict[str, Any]:
@@ -144,7 +211,7 @@ def _refused(
     form: dict[str, str],
 ) -> HTMLResponse:
     session.rollback()
-    context = _context(session, user.merchant.id, profile_id)
+    context = _context(session, user.merchant.id, profile_id, _signing_key(request))
     context.update(ad_pages.page_context(session, request.app.state.settings, profile_id, None))
     echoed = {k: v for k, v in form.items() if k not in SECRET_FORM and k != "csrf_token"}
     problems = [
