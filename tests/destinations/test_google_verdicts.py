@@ -137,10 +137,9 @@ def test_verdicts_are_read_until_done_and_shown_in_last_report(
     assert verdicts.google_words(google) == (
         "Google matched 20–30% of the 5 people sent. Google dropped 2 of 5: consent not given."
     )
-    # The merchant API shows it beside the sync's own answer (schemas.py's last_report,
-    # another change of issue 48: until it is in, the column above is what is kept).
+    # The merchant API shows it beside the sync's own answer.
     last = syncing.api.get(created["id"])["lastReport"]
-    assert last["requestId"] and last.get("google", google) == google
+    assert last["requestId"] and last["google"] == google
     retrieves = syncing.google.requests_to(lambda r: "requestStatus" in r.path)
     assert len(retrieves) == 2 and {r.method for r in retrieves} == {"GET"}
 
@@ -295,6 +294,6 @@ def test_another_merchants_checks_are_never_mixed(
     assert verdicts.google_words(their_report) == (
         "Google could not use the 3 people sent: consent not given."
     )
-    # Each merchant's API shows its own (once schemas.py exposes lastReport.google).
-    assert syncing.api.get(mine["id"])["lastReport"].get("google", my_report) == my_report
-    assert other.get(theirs["id"])["lastReport"].get("google", their_report) == their_report
+    # Each merchant's API shows its own.
+    assert syncing.api.get(mine["id"])["lastReport"]["google"] == my_report
+    assert other.get(theirs["id"])["lastReport"]["google"] == their_report
