@@ -9,11 +9,24 @@ batches went counts what it sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, delete, insert, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    String,
+    Table,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from partnerlink.db.base import utcnow
@@ -48,7 +61,7 @@ def trigger_of(destination: Destination) -> str:
 
 @dataclass(frozen=True)
 class Counts:
-    """The destination's cumulative counters at one moment."""
+    """The destination's cumulative counters as a sync found them."""
 
     added: int = 0
     removed: int = 0
@@ -64,26 +77,44 @@ class Counts:
             destination.sent_rejected,
         )
 
-    @classmethod
-    def read(cls, session: Session, destination_id: str) -> Counts:
-        row = session.execute(
-            select(*(destinations.c[name] for name in COUNTERS)).where(
-                destinations.c.id == destination_id
-            )
-        ).first()
-        return cls(*(int(value or 0) for value in row)) if row is not None else cls()
 
-    def since(self, before: Counts) -> Counts:
-        return Counts(
-            max(0, self.added - before.added),
-            max(0, self.removed - before.removed),
-            max(0, self.events - before.events),
-            max(0, self.rejected - before.rejected),
-        )
+def _record_statement() -> Any:
+    """INSERT ... SELECT from the destination's row: the run's counts are its counters as
+    the recording transaction sees them, less those the sync started from (`before_*`);
+    the outcome, unless given, `ok` when any count moved. Built once (its compiled form
+    is cached): one statement a sync."""
+    row = destinations.c
+    counts = [row[name] - bindparam(f"before_{name}", type_=BigInteger()) for name in COUNTERS]
+    finished = case(
+        (or_(*(count > 0 for count in counts)), literal(OK)), else_=literal(NOTHING_TO_DO)
+    )
+    values = select(
+        row.id,
+        row.profile_id,
+        bindparam("started_at", type_=runs.c.started_at.type),
+        bindparam("finished_at", type_=runs.c.finished_at.type),
+        bindparam("trigger", type_=String()),
+        func.coalesce(bindparam("outcome", type_=String()), finished),
+        *counts,
+        bindparam("error", type_=JSON(none_as_null=True)),
+    ).where(row.id == bindparam("destination_id", type_=String()))
+    return insert(runs).from_select(RUN_COLUMNS, values)
 
-    @property
-    def anything(self) -> bool:
-        return bool(self.added or self.removed or self.events or self.rejected)
+
+RUN_COLUMNS = (
+    "destination_id",
+    "profile_id",
+    "started_at",
+    "finished_at",
+    "trigger",
+    "outcome",
+    "added",
+    "removed",
+    "events",
+    "rejected",
+    "error",
+)
+_RECORD = _record_statement()
 
 
 def record_run(
@@ -95,25 +126,24 @@ def record_run(
     outcome: str | None,
     error: dict[str, Any] | None,
 ) -> None:
-    """In the transaction recording the sync's outcome: the run, with this sync's counts.
-    `outcome` None: the sync finished, `ok` if it sent anything, else `nothing_to_do`."""
-    counts = Counts.read(session, destination.id).since(Counts.of(destination))
-    if outcome is None:
-        outcome = OK if counts.anything else NOTHING_TO_DO
+    """In the transaction recording the sync's outcome: the run, with this sync's own
+    counts. `outcome` None: the sync finished, `ok` if it sent anything, else
+    `nothing_to_do`."""
+    before = Counts.of(destination)
     session.execute(
-        insert(runs).values(
-            destination_id=destination.id,
-            profile_id=destination.profile_id,
-            started_at=started_at,
-            finished_at=utcnow(),
-            trigger=trigger,
-            outcome=outcome,
-            added=counts.added,
-            removed=counts.removed,
-            events=counts.events,
-            rejected=counts.rejected,
-            error=error,
-        )
+        _RECORD,
+        {
+            "destination_id": destination.id,
+            "started_at": started_at,
+            "finished_at": utcnow(),
+            "trigger": trigger,
+            "outcome": outcome,
+            "error": error,
+            **{
+                f"before_{name}": value
+                for name, value in zip(COUNTERS, astuple(before), strict=True)
+            },
+        },
     )
 
 
