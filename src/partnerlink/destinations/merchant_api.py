@@ -13,7 +13,7 @@ from partnerlink.destinations.ad_connections import service as ad_connections
 from partnerlink.destinations.models import Destination
 from partnerlink.destinations.preview import preview
 from partnerlink.destinations.request_shapes import DestinationChangeIn, DestinationRequestIn
-from partnerlink.destinations.schemas import destination_json, destination_request
+from partnerlink.destinations.schemas import destination_json, destination_request, run_json
 from partnerlink.merchant.deps import OwnedProfile
 from partnerlink.problems import NotFound, ValidationFailed, problem_responses
 
@@ -127,7 +127,7 @@ def list_runs(
     sent and had refused, and its error; kept 90 days. `nextCursor` (null on the last
     page) is the next page's `cursor`."""
     found = runs.page_of_runs(session, destination, limit=limit, cursor=cursor or None)
-    return {"runs": [runs.run_json(run) for run in found.items], "nextCursor": found.next_cursor}
+    return {"runs": [run_json(run) for run in found.items], "nextCursor": found.next_cursor}
 
 
 @router.get("/profiles/{profileId}/destinations/{destinationId}/preview", responses=RESPONSES)

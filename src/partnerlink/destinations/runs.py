@@ -188,25 +188,6 @@ def forget_old_runs(sessions: sessionmaker[Session], now: datetime | None = None
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def _time(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def run_json(run: DestinationRun) -> dict[str, Any]:
-    return {
-        "id": str(run.id),
-        "startedAt": _time(run.started_at),
-        "finishedAt": _time(run.finished_at),
-        "trigger": run.trigger,
-        "outcome": run.outcome,
-        "added": run.added,
-        "removed": run.removed,
-        "events": run.events,
-        "rejected": run.rejected,
-        "error": run.error,
-    }
-
-
 # -- in words (the console) ------------------------------------------------------------
 
 TRIGGER_WORDS = {

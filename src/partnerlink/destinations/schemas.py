@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from partnerlink.audiences.queries import SEGMENTS
-from partnerlink.destinations.models import Destination
+from partnerlink.destinations.models import Destination, DestinationRun
 from partnerlink.problems import ValidationFailed
 
 PLATFORMS = ("meta", "google")
@@ -294,3 +294,18 @@ def last_report(destination: Destination) -> dict[str, Any] | None:
         if isinstance(matched.get(platform), dict):
             report[platform] = matched[platform]
     return report or None
+
+
+def run_json(run: DestinationRun) -> dict[str, Any]:
+    return {
+        "id": str(run.id),
+        "startedAt": _time(run.started_at),
+        "finishedAt": _time(run.finished_at),
+        "trigger": run.trigger,
+        "outcome": run.outcome,
+        "added": run.added,
+        "removed": run.removed,
+        "events": run.events,
+        "rejected": run.rejected,
+        "error": run.error,
+    }
