@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Select,
     Table,
     and_,
     exists,
@@ -102,7 +103,59 @@ def conversions_due(
     CLOSED (any letter case) with a price above zero (a refund or a zero-value order is
     no purchase, CONTRACT §15), of a real store and no sandbox partner, with an email or
     a phone, created within the last 62 days. One query for every platform, and for a
-    sync's preview."""
+    sync's preview: at most `limit`, fewer only when no more are due.
+
+    The orders are read a window at a time: the next `2 * limit` recent orders of the
+    profile by row id (`_window_end`), then the eligible ones among them. Read in one
+    statement, PostgreSQL joined every order after `after` to its customer and sorted
+    them all to keep `limit` (its estimate of the CLOSED ones was far too low to walk the
+    key instead): a sync of 100,000 orders spent 0.24 s a request there, its most."""
+    since = now - timedelta(days=CONVERSION_DAYS)
+    if after <= 0:  # from the first order recent enough, not the profile's oldest
+        first = connection.scalar(
+            select(func.min(orders.c.id)).where(
+                orders.c.profile_id == profile_id, orders.c.ordered_at >= since
+            )
+        )
+        after = max(after, int(first or 0) - 1)
+    rows: list[Any] = []
+    while len(rows) < limit:
+        end = _window_end(connection, profile_id, since, after, 2 * limit)
+        statement = _due(destination_id, profile_id, since, after, end, limit - len(rows))
+        rows.extend(connection.execute(statement).all())
+        if end is None:
+            break
+        after = end
+    return rows
+
+
+def _window_end(
+    connection: Connection, profile_id: str, since: datetime, after: int, size: int
+) -> int | None:
+    """The row id of the `size`-th order of the profile after `after` created since
+    `since`; None when fewer remain."""
+    return connection.scalar(
+        select(orders.c.id)
+        .where(
+            orders.c.profile_id == profile_id,
+            orders.c.id > after,
+            orders.c.ordered_at >= since,
+        )
+        .order_by(orders.c.id)
+        .offset(size - 1)
+        .limit(1)
+    )
+
+
+def _due(
+    destination_id: str,
+    profile_id: str,
+    since: datetime,
+    after: int,
+    end: int | None,
+    limit: int,
+) -> Select[Any]:
+    """The eligible orders not yet sent with a row id in (`after`, `end`]."""
     email = func.coalesce(orders.c.customer_email, customers.c.email)
     phone = func.coalesce(orders.c.customer_phone_number, customers.c.phone_number)
     statement = (
@@ -130,7 +183,7 @@ def conversions_due(
             orders.c.id > after,
             func.upper(orders.c.order_status) == "CLOSED",
             orders.c.order_price > 0,
-            orders.c.ordered_at >= now - timedelta(days=CONVERSION_DAYS),
+            orders.c.ordered_at >= since,
             stores.c.is_test.is_(False),
             or_(email.is_not(None), phone.is_not(None)),
             ~exists().where(partners.c.id == orders.c.partner_id, partners.c.sandbox),
@@ -142,7 +195,7 @@ def conversions_due(
         .order_by(orders.c.id)
         .limit(limit)
     )
-    return list(connection.execute(statement).all())
+    return statement if end is None else statement.where(orders.c.id <= end)
 
 
 # The orders sent, as one text of ids the server splits (db/sets.SPLIT).

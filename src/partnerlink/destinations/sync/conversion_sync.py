@@ -9,6 +9,7 @@ and telling the platform nothing about our ids.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -74,33 +75,24 @@ def sync_conversions(
     reads: sessionmaker[Session] | None = None,
 ) -> Report:
     """`reads` (the read replica once caught up, see engine.py) reads the orders due; the
-    records go to `sessions`, the primary."""
+    records go to `sessions`, the primary.
+
+    While a request is out and then recorded (on a thread of its own: its time is mostly
+    the platform's, then the database's), this thread reads the next orders and makes
+    their events (hashing their buyers' identifiers). One request at a time: the next
+    goes once the one before is recorded, so a failure stops the sync with every request
+    the platform took recorded."""
     reads = reads or sessions
     report = Report()
     key = event_key(signing_key)
     now = utcnow()
-    after = 0
-    while True:
-        with reads() as session:
-            rows = queries.conversions_due(
-                session.connection(),
-                destination_id=destination.id,
-                profile_id=destination.profile_id,
-                now=now,
-                after=after,
-                limit=batch,
-            )
-        if not rows:
-            return report
-        sent = sender.send([_sale(key, row) for row in rows])
+
+    def send_and_record(events: list[dict[str, Any]], order_ids: list[int]) -> None:
+        sent = sender.post(events)
         with sessions.begin() as session:
             connection = session.connection()
             queries.remember_conversions(
-                connection,
-                destination.id,
-                destination.profile_id,
-                [int(row.id) for row in rows],
-                utcnow(),
+                connection, destination.id, destination.profile_id, order_ids, utcnow()
             )
             queries.add_to_counters(
                 connection,
@@ -110,4 +102,25 @@ def sync_conversions(
             )
             lease.renew(session)
         report.add(sent.report)
-        after = int(rows[-1].id)
+
+    after = 0
+    out: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="conversions-send") as caller:
+        while True:
+            with reads() as session:
+                rows = queries.conversions_due(
+                    session.connection(),
+                    destination_id=destination.id,
+                    profile_id=destination.profile_id,
+                    now=now,
+                    after=after,
+                    limit=batch,
+                )
+            events = sender.events([_sale(key, row) for row in rows])
+            if out is not None:
+                out.result()  # the request before, recorded (or its failure raised)
+                out = None
+            if not rows:
+                return report
+            out = caller.submit(send_and_record, events, [int(row.id) for row in rows])
+            after = int(rows[-1].id)

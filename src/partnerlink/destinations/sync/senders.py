@@ -60,7 +60,11 @@ class AudienceSender(Protocol):
 
 
 class EventSender(Protocol):
-    def send(self, sales: Sequence[Sale]) -> Sent: ...
+    def events(self, sales: Sequence[Sale]) -> list[dict[str, Any]]:
+        """The sales as the platform's events (their identifiers hashed): no call made."""
+        ...
+
+    def post(self, events: Sequence[dict[str, Any]]) -> Sent: ...
 
 
 class PlatformReport(Protocol):
@@ -100,23 +104,27 @@ class MetaAudience:
 
 class Events:
     """Orders as one platform's conversion events, by one rule for every platform: each
-    sale becomes the platform's purchase event (`event_of`), the chunk goes in one call
-    (`send_events`: the client, bound to the destination's target), and the answer is a
+    sale becomes the platform's purchase event (`events`, by `event_of`: the hashing,
+    done while the request before is out), the chunk goes in one call (`post`, by
+    `send_events`: the client, bound to the destination's target), and the answer is a
     `Sent`. `batch` is the platform's most events a call."""
 
     def __init__(
         self,
         batch: int,
         event_of: Callable[[Sale], dict[str, Any]],
-        send_events: Callable[[list[dict[str, Any]]], PlatformReport],
+        send_events: Callable[[Sequence[dict[str, Any]]], PlatformReport],
     ) -> None:
         self.batch = batch
         self.event_of = event_of
         self.send_events = send_events
 
-    def send(self, sales: Sequence[Sale]) -> Sent:
-        report = self.send_events([self.event_of(sale) for sale in sales])
-        return Sent(len(sales), report.rejected, report.as_report())
+    def events(self, sales: Sequence[Sale]) -> list[dict[str, Any]]:
+        return [self.event_of(sale) for sale in sales]
+
+    def post(self, events: Sequence[dict[str, Any]]) -> Sent:
+        report = self.send_events(events)
+        return Sent(len(events), report.rejected, report.as_report())
 
 
 def _meta_event(sale: Sale) -> dict[str, Any]:
