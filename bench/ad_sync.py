@@ -50,13 +50,16 @@ from tests.destinations import fake_meta
 from audiences_export import FILL_POSTGRES, FILL_SQLITE  # bench/audiences_export.py
 from benchdb import fresh_database  # bench/benchdb.py
 from customers_ingest import connected_store  # bench/customers_ingest.py
+from partnerlink.db.base import utcnow
 from partnerlink.db.engine import make_engine, make_sessionmaker
 from partnerlink.db.migrate import upgrade
+from partnerlink.destinations.runs import record_run
 from partnerlink.destinations.schemas import destination_json, destination_request
 from partnerlink.destinations.service import by_id, create
 from partnerlink.settings import Settings
 
 SECRET_KEY = "bench-secret-key"
+RUN_ROUNDS = 300  # outcome transactions timed with and without a run (run_history_share)
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SERVER = (
     "import sys, time\n"
@@ -419,6 +422,57 @@ def _audience_figures(
                 f"of the first (target: at most 5%; removed {sent['removed'] - removed_before:,},"
                 f" added {sent['added'] - added_before:,}); peak RSS {peak_again:,.0f} MiB"
             )
+            if where == "the worker's process":
+                incremental = again
+    idle, _peak, _answer = worker.sync(database_url, audience)
+    print(f"a sync with nothing to send, in the worker's process: {1000 * idle:.1f} ms")
+    run_history_share(database_url, audience, {"first": seconds, "nothing to send": idle})
+    if args.incrementals:
+        run_history_share(database_url, audience, {"incremental": incremental})
+
+
+def run_history_share(database_url: str, destination_id: str, syncs: dict[str, float]) -> None:
+    """What recording a run (CONTRACT §15) adds to a sync: the sync's outcome transaction
+    timed ROUNDS times with and without `runs.record_run` (an UPDATE of the destination
+    standing in for the outcome, as engine._record writes it), the difference a sync's
+    share beside each sync's time (target: at most 2%)."""
+    engine = make_engine(Settings(database_url=database_url).database_url)
+    sessions = make_sessionmaker(engine)
+    with sessions() as session:
+        row = by_id(session, destination_id)
+        session.expunge(row)
+
+    def outcome(with_run: bool) -> float:
+        started = time.perf_counter()
+        for _ in range(RUN_ROUNDS):
+            with sessions.begin() as session:
+                session.execute(
+                    text("UPDATE destinations SET updated_at = :now WHERE id = :id"),
+                    {"now": utcnow(), "id": destination_id},
+                )
+                if with_run:
+                    record_run(
+                        session,
+                        row,
+                        started_at=utcnow(),
+                        trigger="schedule",
+                        outcome=None,
+                        error=None,
+                    )
+        return (time.perf_counter() - started) / RUN_ROUNDS
+
+    bare, recorded = min(outcome(False) for _ in range(3)), min(outcome(True) for _ in range(3))
+    added = max(0.0, recorded - bare)
+    shares = ", ".join(
+        f"{100 * added / took:.2f}% of the {name} sync ({took:.2f} s)"
+        for name, took in syncs.items()
+    )
+    print(
+        f"run history: the outcome's transaction {1000 * bare:.2f} ms bare, "
+        f"{1000 * recorded:.2f} ms with its run: +{1000 * added:.2f} ms a sync = {shares} "
+        "(target: at most 2%)"
+    )
+    engine.dispose()
 
 
 def _conversions(
