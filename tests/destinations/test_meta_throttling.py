@@ -98,6 +98,7 @@ def _waits_45_minutes(session: Session, destination_id: str) -> None:
         )
     ).one()
     session.rollback()  # the connection back to the pool, for the worker
+    assert next_attempt_at is not None
     wait = (next_attempt_at - utcnow()).total_seconds()
     assert FORTY_FIVE_MINUTES - 30 < wait <= FORTY_FIVE_MINUTES
     assert status == "active"  # a platform's wait is no fault of the merchant

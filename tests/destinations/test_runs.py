@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
 from partnerlink.destinations import meta as meta_protocol
-from partnerlink.destinations import runs
+from partnerlink.destinations import runs, tasks
 from partnerlink.destinations.models import Destination, DestinationRun
 from partnerlink.destinations.sync.engine import sync_destination
 from partnerlink.destinations.tasks import _http_client, sync_now
@@ -228,14 +228,25 @@ def test_runs_older_than_90_days_are_deleted(syncing: Syncing, session: Session)
 def test_the_ad_platforms_task_deletes_old_runs_once_an_hour(
     syncing: Syncing, session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from partnerlink.destinations import tasks
+    created = syncing.api.create(meta_audience())
+    syncing.run()  # the first run: kept
+    old = utcnow() - timedelta(days=runs.KEEP_DAYS, hours=1)
+    session.execute(update(DestinationRun).values(started_at=old, finished_at=old))
+    session.commit()
+    monkeypatch.setattr(tasks, "_forget_runs_at", [0.0])  # this process's deletion is due
 
-    calls: list[int] = []
-    monkeypatch.setattr(tasks, "_forget_runs_at", [0.0])
-    monkeypatch.setattr(runs, "forget_old_runs", lambda sessions: calls.append(1) or 0)
-    syncing.run()
-    syncing.run()
-    assert calls == [1]
+    syncing.api.sync(created["id"])
+    syncing.run()  # deletes the 91-day-old run; its own run is new
+    kept = session.scalars(select(DestinationRun.started_at)).all()
+    session.rollback()
+    assert len(kept) == 1 and kept[0] > utcnow() - timedelta(minutes=5)
+
+    session.execute(update(DestinationRun).values(started_at=old, finished_at=old))
+    session.commit()
+    syncing.api.sync(created["id"])
+    syncing.run()  # within the hour: nothing deleted
+    assert session.scalar(select(func.count()).select_from(DestinationRun)) == 2
+    session.rollback()
 
 
 def test_the_merchant_reference_documents_runs_and_preview(client: TestClient) -> None:
