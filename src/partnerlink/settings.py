@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     google_client_secret: str | None = None
     google_auth_url: str = "https://accounts.google.com/o/oauth2/v2/auth"
     ad_sync_seconds: float = Field(900, gt=0)
+    # CONTRACT §11: the wait before a destination's first retry (429, 5xx, timeout,
+    # refused connection), doubling up to an hour, never sooner than Retry-After.
+    ad_retry_seconds: float = Field(30, gt=0)
     # Each platform request's read/write limit: a hanging platform holds one sync thread
     # for at most this long (tests shorten it).
     ad_request_timeout_seconds: float = Field(30, gt=0)

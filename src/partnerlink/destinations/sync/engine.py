@@ -63,7 +63,6 @@ from partnerlink.settings import Settings
 
 log = logging.getLogger("partnerlink.destinations")
 
-RETRY_BASE_SECONDS = 30.0
 RETRY_CAP_SECONDS = 3600.0
 
 # What the merchant should do, by the kind of refusal.
@@ -332,7 +331,7 @@ def _retry(
 ) -> dict[str, Any]:
     wait = backoff_seconds(
         max(1, destination.attempts),
-        base=RETRY_BASE_SECONDS,
+        base=settings.ad_retry_seconds,
         cap=RETRY_CAP_SECONDS,
         retry_after=retry_after,
     )
