@@ -62,6 +62,11 @@ def test_a_sync_keeps_metas_estimate_beside_googles_verdicts(
         1_000,
         1_100,
     )
+    # Under Meta's own names too, as CONTRACT §15 names them.
+    assert (meta["approximate_count_lower_bound"], meta["approximate_count_upper_bound"]) == (
+        1_000,
+        1_100,
+    )
     assert meta["readAt"].endswith("+00:00")
     assert meta_in_words(meta) == "Meta estimates the audience at 1,000–1,100 people."
 

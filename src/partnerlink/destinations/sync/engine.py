@@ -286,6 +286,9 @@ def _meta_estimate(sender: MetaAudience, destination_id: str) -> dict[str, Any] 
     return {
         "approximateCountLowerBound": lower,
         "approximateCountUpperBound": upper,
+        # Also under Meta's own names, as CONTRACT §15 names what lastReport.meta keeps.
+        "approximate_count_lower_bound": lower,
+        "approximate_count_upper_bound": upper,
         "readAt": utcnow().isoformat(),
     }
 
