@@ -11,7 +11,6 @@ from sqlalchemy import (
     Date,
     Integer,
     Select,
-    Text,
     and_,
     any_,
     bindparam,
@@ -20,7 +19,6 @@ from sqlalchemy import (
     exists,
     func,
     literal,
-    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -59,27 +57,6 @@ def campaign_windows(profile_id: str, wanted: Iterable[str]) -> Select[str, int,
 def find_campaign(profile_id: str, campaign_id: str) -> Select[Campaign]:
     return select(Campaign).where(
         Campaign.profile_id == profile_id, Campaign.campaign_id == campaign_id
-    )
-
-
-def customer_identifiers(profile_id: str) -> Select[int, str | None, str | None]:
-    return select(Customer.id, Customer.email, Customer.phone_number).where(
-        Customer.profile_id == profile_id
-    )
-
-
-def _sha256_hex(column: Any) -> ColumnElement[str | None]:
-    """PostgreSQL's lower-case hex SHA-256 of a text column (orders.conversion.identifier_hash)."""
-    return func.encode(func.sha256(func.convert_to(column, "UTF8")), "hex")
-
-
-def customers_hashing_to(profile_id: str, keys: list[str]) -> Select[int, str | None, str | None]:
-    """PostgreSQL: the profile's customers whose email or phone hashes to one of `keys`, and
-    both their hashes, the hashing done by the database."""
-    email, phone = _sha256_hex(Customer.email), _sha256_hex(Customer.phone_number)
-    wanted = any_(bindparam("hashes", keys, type_=ARRAY(Text)))
-    return select(Customer.id, email, phone).where(
-        Customer.profile_id == profile_id, or_(email == wanted, phone == wanted)
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from partnerlink.customers.identifier_hashes import customers_hashing_to
 from partnerlink.db.base import utcnow
 from partnerlink.db.pages import Page, keyset_page
 from partnerlink.db.raw import as_sql
@@ -36,10 +37,9 @@ from partnerlink.orders.conversion import (
     VIEW,
     Identifiers,
     counts_until,
-    identifier_hash,
     reclassify_customers,
 )
-from partnerlink.orders.touches import campaign_touches, record_touches, set_window
+from partnerlink.orders.touches import MovedTouch, move_window, record_touches
 from partnerlink.problems import BadRequest, Conflict
 
 MAX_TOUCHES = 10_000  # per request
@@ -219,23 +219,8 @@ def _reclassify_matched(
 
 def _matched_customers(session: Session, profile_id: str, keys: set[str]) -> Identifiers:
     """The profile's customers whose email or phone hashes to one of `keys`, with their
-    identifier hashes.
-
-    Customers keep their identifiers plain, so each is hashed: PostgreSQL hashes them
-    itself, sending only the customers that match; on SQLite (in process) each is read
-    and hashed here. One pass over the profile's customers (bench/measurement.py).
-    """
-    if not keys:
-        return {}
-    if session.get_bind().dialect.name == "postgresql":
-        found = session.execute(queries.customers_hashing_to(profile_id, sorted(keys)))
-        return {customer_id: (email, phone) for customer_id, email, phone in found}
-    matched: dict[int, tuple[str | None, str | None]] = {}
-    for customer_id, email, phone in session.execute(queries.customer_identifiers(profile_id)):
-        hashes = (identifier_hash(email), identifier_hash(phone))
-        if hashes[0] in keys or hashes[1] in keys:
-            matched[customer_id] = hashes
-    return matched
+    identifier hashes (customers/identifier_hashes.py: stored hashes on PostgreSQL)."""
+    return customers_hashing_to(as_sql(session), profile_id=profile_id, keys=keys)
 
 
 def change_windows(
@@ -251,29 +236,23 @@ def change_windows(
         return 0
     campaign.click_window_days = moved.get(CLICK, campaign.click_window_days)
     campaign.view_window_days = moved.get(VIEW, campaign.view_window_days)
+    # Only the orders between the old and the new end of a moved window can change.
+    moved_touches: list[MovedTouch] = []
+    spans: list[Span] = []
     for kind, days in moved.items():
-        set_window(
+        touches = move_window(
             session,
             profile_id=campaign.profile_id,
             campaign_id=campaign.campaign_id,
             kind=kind,
             days=days,
         )
-    # Only the orders between the old and the new end of a moved window can change.
-    moved_touches = [
-        touch
-        for touch in campaign_touches(
-            session, profile_id=campaign.profile_id, campaign_id=campaign.campaign_id
-        )
-        if touch.kind in moved
-    ]
-    spans = [
-        (
-            counts_until(touch.touched_at, min(current[touch.kind], moved[touch.kind])),
-            counts_until(touch.touched_at, max(current[touch.kind], moved[touch.kind])),
-        )
-        for touch in moved_touches
-    ]
+        shorter, longer = sorted((current[kind], days))
+        moved_touches += touches
+        spans += [
+            (counts_until(t.touched_at, shorter), counts_until(t.touched_at, longer))
+            for t in touches
+        ]
     return _reclassify_matched(session, campaign.profile_id, moved_touches, spans)
 
 

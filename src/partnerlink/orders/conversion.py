@@ -329,9 +329,9 @@ _SET_CLASS = Statement(
     "UPDATE orders SET conversion = :conversion, campaign_id = :campaign_id,"
     " touch_kind = :touch_kind WHERE id = :id"
 )
-# PostgreSQL: every order of the customers (each with its identifier hashes, the rows `r` of
-# one JSON parameter: db/sets.py) classified by the rule's SQL form, the upsert's
-# (conversion_case from RULES, latest_touch), and written where it changed.
+# PostgreSQL: every order of the customers (each with its identifier hashes and a period,
+# the rows `r`: one array a column, db/sets.py) classified by the rule's SQL form, the
+# upsert's (conversion_case from RULES, latest_touch), and written where it changed.
 _CUSTOMER_ROWS = sets.RowSet(
     {
         "customer_id": "bigint",
@@ -357,14 +357,20 @@ _CLASS = conversion_case(
         " AND earlier.ordered_at < o.ordered_at)",
     }
 )
-_RECLASSIFY = Statement(
-    f"WITH w AS MATERIALIZED (SELECT o.id, {_CLASS} AS conversion, touch.campaign_id,"
-    f" touch.kind FROM {_CUSTOMER_ROWS.source} JOIN orders AS o"
+# Each order's class computed once (OFFSET 0 keeps PostgreSQL from pulling the subquery up
+# and writing the CASE, and the look-up of an earlier order in it, into the filter again).
+_CLASSIFIED = (
+    "SELECT o.id, o.conversion AS was, o.campaign_id AS was_campaign, o.touch_kind AS was_kind,"
+    f" {_CLASS} AS conversion, touch.campaign_id, touch.kind"
+    f" FROM {_CUSTOMER_ROWS.source} JOIN orders AS o"
     " ON o.profile_id = :profile_id AND o.customer_id = r.customer_id"
     " AND o.ordered_at >= r.since AND o.ordered_at <= r.until"
-    f" LEFT JOIN LATERAL ({_LATEST_TOUCH}) AS touch ON true"
-    " WHERE (o.conversion, o.campaign_id, o.touch_kind)"
-    f" IS DISTINCT FROM ({_CLASS}, touch.campaign_id, touch.kind))"
+    f" LEFT JOIN LATERAL ({_LATEST_TOUCH}) AS touch ON true OFFSET 0"
+)
+_RECLASSIFY = Statement(
+    "WITH w AS MATERIALIZED (SELECT id, conversion, campaign_id, kind"
+    f" FROM ({_CLASSIFIED}) AS c WHERE (was, was_campaign, was_kind)"
+    " IS DISTINCT FROM (conversion, campaign_id, kind))"
     # Only the orders whose class changes meet the table again, by key, to be written.
     " UPDATE orders SET conversion = w.conversion, campaign_id = w.campaign_id,"
     " touch_kind = w.kind FROM w WHERE orders.id = w.id AND orders.profile_id = :profile_id"

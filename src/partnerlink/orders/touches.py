@@ -3,7 +3,7 @@
 An order's conversion class reads the touches inside the order's own upsert
 (`queries.UPSERT_ORDER`), and `conversion.reclassify_customers` reads them again when
 late data arrives; measurement, which imports orders, writes the touches a merchant
-imports with `record_touches`, moves a campaign's windows with `set_window`, and
+imports with `record_touches`, moves a campaign's windows with `move_window`, and
 audiences erases a person's with `erase_touches`.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, or_
 from sqlalchemy.orm import Session
 
 from partnerlink.db import sets
@@ -69,19 +69,27 @@ _MOVED_END = {
     False: "COALESCE(datetime(substr(touched_at, 1, 19), '+' || :days || ' days')"
     " || substr(touched_at, 20), :latest)",
 }
-_SET_WINDOW = {
+_MOVE_WINDOW = {
     postgres: Statement(
         f"UPDATE touches SET counts_until = {end} WHERE profile_id = :profile_id"
         " AND campaign_id = :campaign_id AND kind = :kind"
+        " RETURNING email_sha256, phone_sha256, touched_at"
     )
     for postgres, end in _MOVED_END.items()
 }
 
 
-def set_window(
+class MovedTouch(NamedTuple):
+    email_sha256: str | None
+    phone_sha256: str | None
+    touched_at: datetime
+
+
+def move_window(
     db: Session | Sql, *, profile_id: str, campaign_id: str, kind: str, days: int
-) -> int:
-    """A campaign's touches of one kind now count for `days` days; how many there are."""
+) -> list[MovedTouch]:
+    """A campaign's touches of one kind now count for `days` days; answers them (their
+    identifier hashes and times), read in the same statement that moves them."""
     sql = as_sql(db)
     params = {
         "profile_id": profile_id,
@@ -90,18 +98,16 @@ def set_window(
         "days": days,
         "latest": sql.time(_LATEST),
     }
-    return sql.run(_SET_WINDOW[sql.postgres], params)
-
-
-def campaign_touches(db: Session, *, profile_id: str, campaign_id: str) -> list[Any]:
-    """A campaign's touches: rows of (email_sha256, phone_sha256, touched_at, kind)."""
-    return list(
-        db.execute(
-            select(Touch.email_sha256, Touch.phone_sha256, Touch.touched_at, Touch.kind).where(
-                Touch.profile_id == profile_id, Touch.campaign_id == campaign_id
-            )
-        )
-    )
+    if sql.postgres:
+        # In UTC: times in the session's zone make each later sum ~8 us instead of ~1.
+        return [
+            MovedTouch(email, phone, at.astimezone(UTC))
+            for email, phone, at in sql.all_rows(_MOVE_WINDOW[True], params)
+        ]
+    return [
+        MovedTouch(email, phone, datetime.fromisoformat(at).replace(tzinfo=UTC))
+        for email, phone, at in sql.all_rows(_MOVE_WINDOW[False], params)
+    ]
 
 
 def erase_touches(session: Session, *, profile_id: str, hashes: Collection[str]) -> None:
