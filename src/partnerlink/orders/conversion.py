@@ -223,9 +223,16 @@ def reclassify_customers(
             changed += _reclassify_chunk(sql, profile_id, chunk, found, spans)
             continue
         rows = [
-            dict(zip(_CUSTOMER_ROWS.types, (c, *found.get(c, (None, None)), *span), strict=True))
+            {
+                "customer_id": c,
+                "match_email": email,
+                "match_phone": phone,
+                "since": since,
+                "until": until,
+            }
             for c in chunk
-            for span in spans[c]
+            for email, phone in (found.get(c, (None, None)),)
+            for since, until in spans[c]
         ]
         changed += sql.run(
             _RECLASSIFY, {**_CUSTOMER_ROWS.parameter(rows), "profile_id": profile_id}
@@ -245,8 +252,11 @@ _ALWAYS = (_EARLIEST, _LATEST)
 
 def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
     """Periods that overlap joined into one, in time order."""
+    given = list(spans)
+    if len(given) == 1:  # most customers: one touch's window
+        return given
     merged: list[tuple[datetime, datetime]] = []
-    for since, until in sorted(spans):
+    for since, until in sorted(given):
         if merged and since <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], until))
         else:
