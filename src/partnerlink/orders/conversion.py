@@ -133,6 +133,8 @@ def conversion_case(conditions: Mapping[str, str]) -> str:
 # phone, the later of the two. Written as one condition (email OR phone), the planner
 # scanned every touch of a small table twice an order (seen on bench/orders.py's 267
 # touches: a sequential scan per order in the worker's profile).
+# The order ix_touches_email_sha256 and ix_touches_phone_sha256 hold after their key
+# (migration 0038): each walk reads its first entry and sorts nothing.
 _LATEST_FIRST = "ORDER BY {0}touched_at DESC, {0}campaign_id DESC, {0}kind"  # click < view
 
 

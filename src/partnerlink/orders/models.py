@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -98,10 +99,20 @@ class Touch(Base):
 
     __tablename__ = "touches"
     __table_args__ = (
-        # Led by the key, like the customers' look-up indexes (migration 0007); the time
-        # last, so an order's window is read from the index.
-        Index("ix_touches_email_sha256", "email_sha256", "profile_id", "touched_at"),
-        Index("ix_touches_phone_sha256", "phone_sha256", "profile_id", "touched_at"),
+        # Led by the key, like the customers' look-up indexes (migration 0007); then the
+        # order in which an order takes its latest touch (conversion._LATEST_FIRST), so
+        # that the look-up reads the index in order and sorts nothing (migration 0038).
+        *(
+            Index(
+                f"ix_touches_{column}",
+                column,
+                "profile_id",
+                text("touched_at DESC"),
+                text("campaign_id DESC"),
+                "kind",
+            )
+            for column in ("email_sha256", "phone_sha256")
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)

@@ -1,6 +1,7 @@
 """Migration 0038: PostgreSQL's customers keep their identifiers' hashes, touches keep
-half of each page free; SQLite is unchanged. Built at 0037 with customers, upgraded to the
-head and back down. Expected hashes come from hashlib."""
+half of each page free; on both, touches' hash indexes hold the latest-first order.
+Built at 0037 with customers, upgraded to the head and back down. Expected hashes come
+from hashlib."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import Engine, inspect, text
 
 from partnerlink.db.engine import make_engine
 from partnerlink.db.migrate import alembic_config, upgrade
@@ -57,8 +58,17 @@ def test_customers_stored_before_get_their_hashes_and_lose_them_going_down(
                 {"e": email, "ph": phone},
             )
     upgrade(database_before)
+    assert _touch_index_order(engine) == [
+        ["email_sha256", "profile_id", "touched_at DESC", "campaign_id DESC", "kind"],
+        ["phone_sha256", "profile_id", "touched_at DESC", "campaign_id DESC", "kind"],
+    ]
     columns = {c["name"] for c in inspect(engine).get_columns("customers")}
     if not ON_POSTGRES:
+        command.downgrade(alembic_config(database_before), PREVIOUS)
+        assert _touch_index_order(engine) == [
+            ["email_sha256", "profile_id", "touched_at"],
+            ["phone_sha256", "profile_id", "touched_at"],
+        ]
         assert not {"email_sha256", "phone_sha256"} & columns
         engine.dispose()
         return
@@ -76,6 +86,10 @@ def test_customers_stored_before_get_their_hashes_and_lose_them_going_down(
     assert fill == ["fillfactor=50"]
 
     command.downgrade(alembic_config(database_before), PREVIOUS)
+    assert _touch_index_order(engine) == [
+        ["email_sha256", "profile_id", "touched_at"],
+        ["phone_sha256", "profile_id", "touched_at"],
+    ]
     columns = {c["name"] for c in inspect(engine).get_columns("customers")}
     assert not {"email_sha256", "phone_sha256"} & columns
     with engine.connect() as conn:
@@ -86,3 +100,23 @@ def test_customers_stored_before_get_their_hashes_and_lose_them_going_down(
             text("SELECT 1 FROM pg_proc WHERE proname = 'partnerlink_sha256'")
         ).scalar()
     engine.dispose()
+
+
+def _touch_index_order(engine: Engine) -> list[list[str]]:
+    """The key columns of ix_touches_email_sha256 and ix_touches_phone_sha256, as the
+    database states them (its own catalog: pg_indexes, or SQLite's schema text)."""
+    found = []
+    with engine.connect() as conn:
+        for column in ("email_sha256", "phone_sha256"):
+            name = f"ix_touches_{column}"
+            if ON_POSTGRES:
+                definition = conn.execute(
+                    text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": name}
+                ).scalar_one()
+            else:
+                definition = conn.execute(
+                    text("SELECT sql FROM sqlite_master WHERE name = :n"), {"n": name}
+                ).scalar_one()
+            keys = definition[definition.index("(") + 1 : definition.rindex(")")]
+            found.append([key.strip().replace('"', "") for key in keys.split(",")])
+    return found
