@@ -7,7 +7,9 @@
   changes under it). Finding the customers a campaign's touches name read and hashed
   every customer of the profile (~400 ms at 200,000); it now compares the stored hashes
   (customers/identifier_hashes.py). No index: one pass over the stored hashes answers
-  10,000 touches at once, and an index would cost every customer write.
+  10,000 touches at once, and an index would cost every customer write. The columns
+  cost the writes that create customers: a first upload of 200,000 ran 12% slower
+  (bench/README.md, "The window change, second pass").
 - PostgreSQL: `touches` keeps half of each new page free (fillfactor 50, was 90): a window change
   moves the window ends of all of a campaign's touches, which sit together in the
   pages their import filled; with room beside each row they are written in place
@@ -17,7 +19,7 @@
   in the order an order takes its latest touch (time, then campaign id, newest first, then
   a click before a view: orders/conversion._LATEST_FIRST), so that the look-up reads the
   index in order and sorts nothing: three sorts a look-up went (the upsert's and the
-  re-classification's), ~18 -> ~12 us an order when 12,000 are re-classified.
+  re-classification's), ~18 -> ~10 us an order when 12,000 are re-classified.
 
 SQLite has no SHA-256 function to generate the columns: it hashes in process, as before.
 
