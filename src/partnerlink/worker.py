@@ -22,7 +22,7 @@ from partnerlink.customers.tasks import ingest_next_upload
 from partnerlink.destinations.alerts.tasks import alert_destinations
 from partnerlink.destinations.tasks import read_google_verdicts, sync_due_destinations
 from partnerlink.idempotency.tasks import forget_expired_keys
-from partnerlink.orders.conversion import reclassify_customers
+from partnerlink.orders.reclassification import reclassify_customers
 from partnerlink.orders.tasks import apply_when_gathered
 from partnerlink.receipts.tasks import send_due_receipts
 from partnerlink.settings import Settings

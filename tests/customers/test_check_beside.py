@@ -21,7 +21,7 @@ from partnerlink.customers.ingestion import batch_commit, ingest, reader_process
 from partnerlink.customers.ingestion.json_stream import UploadFileInvalid
 from partnerlink.customers.ingestion.reader import ParsedBatch, read_batches
 from partnerlink.customers.models import Customer, Upload
-from partnerlink.orders.conversion import reclassify_customers
+from partnerlink.orders.reclassification import reclassify_customers
 from tests.conftest import ON_POSTGRES
 from tests.customers.conftest import Uploader, put_file, upload_url
 

@@ -31,14 +31,8 @@ from partnerlink.measurement import queries
 from partnerlink.measurement.models import Campaign
 from partnerlink.measurement.touches import RejectedTouch, TouchRow, parse_line, parse_touch
 from partnerlink.merchant.models import Profile
-from partnerlink.orders.conversion import (
-    CLICK,
-    KINDS,
-    VIEW,
-    Identifiers,
-    counts_until,
-    reclassify_customers,
-)
+from partnerlink.orders.conversion import CLICK, KINDS, VIEW, counts_until
+from partnerlink.orders.reclassification import Identifiers, reclassify_customers
 from partnerlink.orders.touches import MovedTouch, move_window, record_touches
 from partnerlink.problems import BadRequest, Conflict
 

@@ -25,14 +25,10 @@ from partnerlink.customers.service import (
 from partnerlink.db.base import utcnow
 from partnerlink.db.raw import Sql
 from partnerlink.orders import queries
-from partnerlink.orders.conversion import (
-    identifier_hash,
-    mark_returning,
-    reclassify_customers,
-    window_start,
-)
+from partnerlink.orders.conversion import identifier_hash, window_start
 from partnerlink.orders.facts import OrderFacts, facts_of
 from partnerlink.orders.models import Order
+from partnerlink.orders.reclassification import mark_returning, reclassify_customers
 from partnerlink.orders.schemas import OrderIn
 from partnerlink.orders.upsert import upsert_orders
 from partnerlink.problems import Forbidden, InvalidToken, NotFound
@@ -213,7 +209,7 @@ def _reclassify_late(
       every order of the customer is classified again.
     - An order older than the customer's newest one: only the fact "an earlier order
       exists" changed, for orders after it, so `new` ones among them become `returning`
-      (conversion.mark_returning); a customer's whole history is not read back (it was:
+      (reclassification.mark_returning); a customer's whole history is not read back (it was:
       a sixth of the worker's time under bench/orders.py's load).
     - A re-sent order that left its customer (another email or phone) or moved later:
       that customer's first order may now be another one (`returning` -> `new`), so the

@@ -1,7 +1,7 @@
 """The touches table's statements (orders owns it: ARCHITECTURE.md, "Who owns which table").
 
 An order's conversion class reads the touches inside the order's own upsert
-(`queries.UPSERT_ORDER`), and `conversion.reclassify_customers` reads them again when
+(`queries.UPSERT_ORDER`), and `reclassification.reclassify_customers` reads them again when
 late data arrives; measurement, which imports orders, writes the touches a merchant
 imports with `record_touches`, moves a campaign's windows with `move_window`, and
 audiences erases a person's with `erase_touches`.

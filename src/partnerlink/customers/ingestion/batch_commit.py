@@ -34,7 +34,7 @@ BATCH_RETRIES = 5
 
 class Reclassify(Protocol):
     """Classifies again the orders of customers whose email or phone an upload changed
-    (orders/conversion.reclassify_customers), in the batch's transaction: ad touches may
+    (orders/reclassification.reclassify_customers), in the batch's transaction: ad touches may
     match them anew. Passed in by the worker, since orders import customers, not the
     other way round."""
 
