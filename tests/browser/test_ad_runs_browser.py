@@ -53,18 +53,38 @@ def _arrange(deployment: Deployment, store_id: str, people: int, sales: int) -> 
         engine.dispose()
 
 
-def _hold_back(deployment: Deployment, destination_id: str) -> None:
-    """The worker leaves it for an hour: its first sync is still to come."""
+def _hold_back(deployment: Deployment, destination_id: str) -> bool:
+    """The worker leaves it for an hour, if it has not claimed it yet: its first sync is
+    still to come. One UPDATE, which the worker's claim (another UPDATE of the row) comes
+    before or after, never beside; False when the worker came first."""
     engine = make_engine(deployment.database_url)
     try:
         with make_sessionmaker(engine).begin() as session:
-            session.execute(
+            held = session.execute(
                 update(Destination)
-                .where(Destination.id == destination_id)
+                .where(
+                    Destination.id == destination_id,
+                    Destination.lease_until.is_(None),
+                    Destination.last_sync_at.is_(None),
+                    Destination.attempts == 0,
+                )
                 .values(next_attempt_at=utcnow() + timedelta(hours=1))
             )
+            return bool(held.rowcount == 1)
     finally:
         engine.dispose()
+
+
+def _never_synced_sales(destinations: str, auth: dict[str, str], deployment: Deployment) -> Any:
+    """A sales destination the worker has not synced and will not for an hour. The worker
+    takes a new destination at once, so on a slow machine it may come first: that one
+    is disconnected and another made."""
+    for _ in range(5):
+        sales = httpx.post(destinations, json=meta_conversions(), headers=auth).json()
+        if _hold_back(deployment, sales["destination"]["id"]):
+            return sales["destination"]
+        httpx.delete(f"{destinations}/{sales['destination']['id']}", headers=auth)
+    raise AssertionError("the worker synced each new sales destination before it was held")
 
 
 def test_preview_runs_and_metas_estimate_on_the_page(
@@ -86,11 +106,8 @@ def test_preview_runs_and_metas_estimate_on_the_page(
     _arrange(deployment, store["id"], people=12, sales=7)
     destinations = f"{base}/profiles/{profile['id']}/destinations"
     meta.sizes[fake_meta.AUDIENCE_ID] = (1_000, 1_100)
-    audience, sales = (
-        httpx.post(destinations, json=body, headers=auth).json()["destination"]
-        for body in (meta_audience(), meta_conversions())
-    )
-    _hold_back(deployment, sales["id"])
+    sales = _never_synced_sales(destinations, auth, deployment)
+    audience = httpx.post(destinations, json=meta_audience(), headers=auth).json()["destination"]
     preview = httpx.get(f"{destinations}/{sales['id']}/preview", headers=auth).json()
     assert preview == {"add": 0, "remove": 0, "events": 7}
 
