@@ -70,7 +70,7 @@ def _hold_back(deployment: Deployment, destination_id: str) -> bool:
                 )
                 .values(next_attempt_at=utcnow() + timedelta(hours=1))
             )
-            return bool(held.rowcount == 1)
+            return bool(held.rowcount == 1)  # type: ignore[attr-defined]
     finally:
         engine.dispose()
 
