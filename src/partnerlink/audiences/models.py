@@ -93,10 +93,13 @@ class StoredSizes(Base):
 # this index finds each chunk without reading other profiles' customers.
 CUSTOMERS_BY_PROFILE = Index("ix_customers_profile_id_id", Customer.profile_id, Customer.id)
 # Segment sizes read every customer's order statistics (count, first and last order,
-# spend) in customer order from this index alone on PostgreSQL (migration 0023).
+# spend) in customer order from this index alone on PostgreSQL (migration 0023); the
+# rule's earlier-order look-up takes one step down it to a customer's first order before
+# a time (`ordered_at` a key since migration 0039).
 ORDERS_BY_PROFILE_CUSTOMER = Index(
     "ix_orders_profile_customer",
     Order.profile_id,
     Order.customer_id,
-    postgresql_include=["ordered_at", "order_price", "order_currency", "store_id"],
+    Order.ordered_at,
+    postgresql_include=["order_price", "order_currency", "store_id"],
 )
