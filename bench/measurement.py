@@ -21,7 +21,7 @@ the real application and its merchant API:
   order must at least do; the planner reads a fixed sample of the customers);
 - PATCH .../campaigns/{id} moving the click window of a campaign with --import-size touches
   between 7 and 30 days, beside its ceiling: a plain UPDATE of the orders it re-classified
-  (target: within 2x).
+  (target: within 2x), rolled back, then the same committed (the PATCH's own commit).
 
 Each is run three times; the best and the median are printed. The application runs in this
 process with the start-up tuning of `partnerlink serve`'s processes (the garbage collector's,
@@ -327,7 +327,7 @@ def window_change(
         with engine.connect() as conn:
             return {row[0]: tuple(row[1:]) for row in conn.execute(classes, emails)}
 
-    times, ceilings, changed = [], [], []
+    times, ceilings, committed, changed = [], [], [], []
     for days in (30, 7, 30):
         before = snapshot()
         started = time.perf_counter()
@@ -344,7 +344,16 @@ def window_change(
             conn.execute(PLAIN_UPDATE, {"ids": ids})
             ceilings.append(time.perf_counter() - started)
             conn.rollback()
+        # The PATCH answers once its change is committed: the same UPDATE committed (it
+        # writes each order as it was) is the like-for-like ceiling. On PostgreSQL the two
+        # differ by a few ms; SQLite's commit writes the changed pages (~0.2 s here).
+        with engine.connect() as conn:
+            started = time.perf_counter()
+            conn.execute(PLAIN_UPDATE, {"ids": ids})
+            conn.commit()
+            committed.append(time.perf_counter() - started)
     show(f"PATCH window ({args.import_size:,} touches)", times, ceilings)
+    show("  beside the UPDATE committed", times, committed)
     print(f"  orders re-classified per change (answered, found): {changed}")
 
 

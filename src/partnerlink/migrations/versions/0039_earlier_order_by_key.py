@@ -8,8 +8,9 @@ customer's entries in no order and checked each one's time, visiting the table f
 entry on a page changed since the last vacuum (~1.5 an order); with it in the key the
 look-up is one step down the index to the first entry before the order's time: ~4 us an
 order instead of ~8 when 12,821 orders were classified again (EXPLAIN ANALYZE;
-bench/README.md, "The window change, third pass"). The audiences' statistics still read the index in customer order
-(migration 0023): its first two keys are unchanged, and it carries the same columns.
+bench/README.md, "The window change, third pass"). The audiences' statistics still read
+the index in customer order (migration 0023): its first two keys are unchanged, and it
+carries the same columns.
 
 SQLite, which cannot INCLUDE columns, gets `ordered_at` as a third key column too.
 
