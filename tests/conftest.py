@@ -198,7 +198,14 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def app(settings: Settings):  # type: ignore[no-untyped-def]
-    return create_app(settings)
+    application = create_app(settings)
+    yield application
+    # Its pools close with the test, not when the garbage collector reaches them: on
+    # PostgreSQL the idle connections of apps waiting for collection (up to ~45 a test
+    # worker, its `app`s made without a client) took the server past max_connections
+    # late in the suite on a fast machine.
+    application.state.engine.dispose()
+    application.state.read_engine.dispose()
 
 
 @pytest.fixture
