@@ -24,7 +24,7 @@ from partnerlink.orders.tasks import apply_journaled_orders
 from partnerlink.settings import Settings
 from tests.customers.conftest import ingest
 from tests.factories import ConnectedStoreFixture
-from tests.orders.builders import order_body, orders, post, stored_order
+from tests.orders.builders import PHONE, order_body, orders, post, stored_order
 
 START = datetime(2024, 5, 1, tzinfo=UTC)
 # Each campaign's windows (click, view) in days, as created; some change during a test.
@@ -68,12 +68,15 @@ def expected_classes(session: Session) -> Classes:
             expected[order.order_id] = ("anonymous", None, None)
             continue
         customer = customers[order.customer_id]
-        keys = {sha(customer.email), sha(customer.phone_number)} - {None}
+        email, phone = sha(customer.email), sha(customer.phone_number)
         qualifying = [
             t
             for t in touches
             if t.profile_id == order.profile_id
-            and ({t.email_sha256, t.phone_sha256} & keys)
+            and (
+                (email is not None and t.email_sha256 == email)
+                or (phone is not None and t.phone_sha256 == phone)
+            )
             and t.touched_at <= order.ordered_at
             and order.ordered_at - t.touched_at <= timedelta(days=windows[t.campaign_id][t.kind])
         ]
@@ -326,3 +329,22 @@ def test_order_resent_with_another_customer_leaves_the_first_one_new(
     )
     assert stored_order(session, "second").conversion == "new"
     assert stored_order(session, "first").conversion == "organic"
+
+
+def test_a_hash_counts_only_in_its_own_field(
+    client: TestClient, shop: ConnectedStoreFixture, session: Session
+) -> None:
+    """`emailSha256` is an email's hash: the customer's phone hash sent there names nobody,
+    for the order's own classification (the upsert) and for the re-classification a
+    touch brings alike (SQLite's in-process form matched either hash in either field)."""
+    phone_hash = sha(PHONE)
+    send(client, shop, "1", createdAt="2024-05-10T12:00:00Z")
+    misfiled = {"campaignId": "spring", "touchedAt": "2024-05-09T12:00:00Z"}
+    assert import_touches(session, shop.profile.id, [{**misfiled, "emailSha256": phone_hash}]) == 0
+    assert stored_order(session, "1").conversion == "organic"
+    send(client, shop, "2", createdAt="2024-05-11T12:00:00Z")
+    assert stored_order(session, "2").conversion == "organic"
+    # In its own field the same hash names the customer: both orders are the campaign's.
+    filed = {"campaignId": "spring", "touchedAt": "2024-05-09T12:00:00Z"}
+    assert import_touches(session, shop.profile.id, [{**filed, "phoneSha256": phone_hash}]) == 2
+    assert [stored_order(session, o).campaign_id for o in ("1", "2")] == ["spring", "spring"]

@@ -2,10 +2,10 @@
 
 - `anonymous`: the order has neither a usable email nor a usable phone;
 - `new`: the customer had an ad touch of the profile that still counted when the
-  order was made (a touch whose email or phone hash is the hash of the customer's
-  normalized email or phone, made at most its campaign's window of its kind, click
-  or view, before the order: CONTRACT.md §16), and no order in the profile with an
-  older `createdAt`;
+  order was made (a touch whose email hash is the hash of the customer's normalized
+  email, or whose phone hash is that of their phone, each in its own field, made at
+  most its campaign's window of its kind, click or view, before the order: CONTRACT.md
+  §16), and no order in the profile with an older `createdAt`;
 - `returning`: such a touch, and such an earlier order;
 - `organic`: otherwise.
 
