@@ -47,6 +47,8 @@ _POSTGRES_CHUNK = 10_000
 Identifiers = Mapping[int, tuple[str | None, str | None]]  # customer id: email, phone hashes
 # customer id: the periods (first, last instant) outside which none of its orders can change
 Periods = Mapping[int, Sequence[tuple[datetime, datetime]]]
+# SQLite: an identifier hash (one field's, email or phone): the touches carrying it
+TouchesByHash = dict[str | None, list[CountedTouch]]
 
 
 def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -253,7 +255,7 @@ _RECLASSIFY = Statement(
 
 def _touches_by_hash(
     sql: Sql, profile_id: str, hashes: Iterable[tuple[str | None, str | None]]
-) -> tuple[dict[str | None, list[CountedTouch]], dict[str | None, list[CountedTouch]]]:
+) -> tuple[TouchesByHash, TouchesByHash]:
     """The profile's touches carrying the customers' hashes: (by email hash, by phone
     hash), each matched in its own column, as the upsert's look-up matches them
     (conversion.latest_touch). Two reads, not one condition (email OR phone): SQLite
@@ -261,8 +263,7 @@ def _touches_by_hash(
     for is not read at all (on a file with statistics, SQLite scanned every touch for a
     phone look-up when no touch carried a phone: all their NULLs count as one key)."""
     pairs = list(hashes)
-    found: tuple[dict[str | None, list[CountedTouch]], dict[str | None, list[CountedTouch]]]
-    found = (defaultdict(list), defaultdict(list))
+    found: tuple[TouchesByHash, TouchesByHash] = (defaultdict(list), defaultdict(list))
     for side, column in enumerate(("email_sha256", "phone_sha256")):
         keys = sorted({key for pair in pairs if (key := pair[side]) is not None})
         for chunk in _chunks(None, keys):
