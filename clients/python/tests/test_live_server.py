@@ -234,6 +234,7 @@ def test_oauth_helpers_authorize_exchange_refresh_and_revoke(server: Server) -> 
         tokens = pl.oauth.exchange_code(code, started.code_verifier, started.redirect_uri)
         assert tokens.access_token.startswith("plk_at_") and tokens.store_id
         assert kept == [tokens] and tokens.expiration and tokens.expiration > "2026"
+        assert kept[0] is tokens  # read once: the expiry kept is the one answered
         assert pl.put_store(STORE)["id"] == tokens.store_id  # the kept token works on /v1
         refreshed = pl.oauth.refresh()
         assert refreshed.access_token != tokens.access_token

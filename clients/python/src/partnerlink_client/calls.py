@@ -34,7 +34,8 @@ class Call:
     form: dict[str, str] | None = None  # an application/x-www-form-urlencoded body
     url: str | None = None  # a whole URL (the pre-signed upload URL), else base + path
     read: Callable[[Any], Any] = lambda body: body
-    # A call whose answer holds tokens the client keeps (pairing, exchange, refresh).
+    # A call whose answer holds tokens the client keeps and answers (pairing, exchange,
+    # refresh): read by this instead of `read`.
     tokens: Callable[[Any], Tokens] | None = None
     # False: sent once whatever happens (a retry could do harm: an OAuth code's exchange).
     retry: bool = True
@@ -68,7 +69,6 @@ def exchange_integration_token(integration_token: str) -> Call:
         "/v1/auth/integration/token",
         "client",
         params={"integration_token": integration_token},
-        read=tokens,
         tokens=tokens,
     )
 
@@ -82,7 +82,6 @@ def refresh(refresh_token: str) -> Call:
         "/v1/auth/token",
         "client",
         params={"code": refresh_token, "grant_type": "refresh_token"},
-        read=tokens,
         tokens=tokens,
     )
 
@@ -91,9 +90,7 @@ def pair(code: int | str) -> Call:
     def tokens(body: dict[str, Any]) -> Tokens:
         return Tokens(body["access_token"], store_id=body.get("storeId"))
 
-    return Call(
-        "POST", "/v1/auth/integration/pair", json={"code": int(code)}, read=tokens, tokens=tokens
-    )
+    return Call("POST", "/v1/auth/integration/pair", json={"code": int(code)}, tokens=tokens)
 
 
 def revoke(token: str) -> Call:

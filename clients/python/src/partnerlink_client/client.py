@@ -76,7 +76,12 @@ class _State:
         if not 200 <= response.status_code < 300:
             raise error_for(response.status_code, body, _retry_after(response))
         if call.tokens is not None:
-            self.keep(call.tokens(body))
+            # Read once: the tokens kept (and handed to on_tokens) are the ones answered,
+            # expiration and all (read twice, an OAuth expiry computed from expires_in
+            # could differ by a millisecond between the two).
+            tokens = call.tokens(body)
+            self.keep(tokens)
+            return tokens
         return call.read(body)
 
     def keep(self, tokens: Tokens) -> None:

@@ -110,14 +110,12 @@ def exchange_code(code: str, code_verifier: str, redirect_uri: str) -> Call:
         "code_verifier": code_verifier,
         "redirect_uri": redirect_uri,
     }
-    return Call(
-        "POST", "/v1/oauth/token", "basic", form=form, read=_tokens, tokens=_tokens, retry=False
-    )
+    return Call("POST", "/v1/oauth/token", "basic", form=form, tokens=_tokens, retry=False)
 
 
 def refresh(refresh_token: str) -> Call:
     form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-    return Call("POST", "/v1/oauth/token", "basic", form=form, read=_tokens, tokens=_tokens)
+    return Call("POST", "/v1/oauth/token", "basic", form=form, tokens=_tokens)
 
 
 def revoke(token: str, token_type_hint: str | None = None) -> Call:
