@@ -18,9 +18,13 @@ from tests.destinations.sync_helpers import platform_settings
 
 
 def login_settings(settings: Settings, meta: FakeMeta, google: FakeGoogle) -> Settings:
-    """The worker's settings, with the operator's Meta app and Google client registered."""
+    """The worker's settings, with the operator's Meta app and Google client registered.
+    No sign-in test waits for a platform that hangs, so the stand-ins get the usual time to
+    answer, not the syncs' 1 s: under a loaded CI machine a code exchange once took longer
+    and the callback said "Google could not be reached" where the test expected a refusal."""
     return platform_settings(settings, meta, google).model_copy(
         update={
+            "ad_request_timeout_seconds": 10.0,
             "meta_app_id": fake_meta_login.APP_ID,
             "meta_app_secret": fake_meta_login.APP_SECRET,
             "meta_dialog_url": meta.url,
