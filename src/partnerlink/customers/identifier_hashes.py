@@ -19,11 +19,14 @@ Hashes = dict[int, tuple[str | None, str | None]]
 # One pass over the profile's stored hashes, each looked up in the wanted ones (PostgreSQL
 # hashes a constant array of them once): at 10,000 touches and 200,000 customers, less
 # than 10,000 look-ups in an index would cost, and no index slows customers' writes.
+# Planned each time: only a plan made for the array it is given hashes it; a prepared
+# statement's generic plan searched the 10,000 hashes one by one for each customer (11.6 s).
 _BY_STORED_HASH = Statement(
     "SELECT id, encode(email_sha256, 'hex'), encode(phone_sha256, 'hex') FROM customers"
     " WHERE profile_id = :profile_id"
     " AND (email_sha256 = ANY(:wanted) OR phone_sha256 = ANY(:wanted))",
     binary=frozenset({"wanted"}),
+    planned_each_time=True,
 )
 _IDENTIFIERS = Statement(
     "SELECT id, email, phone_number FROM customers WHERE profile_id = :profile_id"

@@ -50,13 +50,28 @@ class Statement:
     reads without parsing or unescaping anything (measured on the orders' journal:
     less of PostgreSQL's CPU an order than the same rows as one JSON text;
     bench/README.md).
+
+    `planned_each_time`: never prepared, so PostgreSQL plans it for the values it is
+    given each time. psycopg prepares a statement once it has run five times on a
+    connection, and PostgreSQL may then keep one generic plan for every later run. A
+    generic plan cannot see a parameter's value: a large array compared with `= ANY`
+    outside an index is then searched element by element for each row, where the
+    planned statement hashes it once (the touches' match to customers: 11.6 s instead of
+    ~60 ms for 10,000 hashes and 200,000 customers, bench/README.md).
     """
 
-    __slots__ = ("postgresql", "postgresql_names", "sqlite")
+    __slots__ = ("planned_each_time", "postgresql", "postgresql_names", "sqlite")
 
-    def __init__(self, text: str, *, binary: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        text: str,
+        *,
+        binary: frozenset[str] = frozenset(),
+        planned_each_time: bool = False,
+    ) -> None:
         if "%" in text:
             raise ValueError("write no % in raw SQL: psycopg reads it as a placeholder")
+        self.planned_each_time = planned_each_time
         self.sqlite = text
         self.postgresql = NAMED_PARAMETER.sub(
             lambda name: "%b" if name.group(1) in binary else "%s", text
@@ -104,7 +119,11 @@ class Sql:
         if self.postgres:
             values = [params[name] for name in statement.postgresql_names]
             with self._with_deferred():
-                return self.connection.execute(statement.postgresql, values)
+                return self.connection.execute(
+                    statement.postgresql,
+                    values,
+                    prepare=False if statement.planned_each_time else None,
+                )
         return self.connection.execute(statement.sqlite, params)
 
     @contextmanager
