@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from partnerlink.db.engine import committed_session
 from partnerlink.db.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from partnerlink.db.plans import plan_for_given_values
 from partnerlink.settings import Settings
 
 _gates: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
@@ -76,13 +77,19 @@ def get_read_session(request: Request, session: SessionDep) -> Iterator[Session]
 
     Ownership checks stay on the primary's session (a profile made a moment ago must not
     answer 404 while the replica catches up); only the data read for the answer may lag.
+
+    Its reads cover whole profiles, so each is planned for its own values
+    (db/plans.py): a generic plan made for an average profile made a large one's results
+    seven times slower.
     """
     replica = request.app.state.read_sessionmaker
     if replica is None:
+        plan_for_given_values(session)
         yield session
         return
     read_session: Session = replica()
     try:
+        plan_for_given_values(read_session)
         yield read_session
     finally:
         read_session.rollback()
