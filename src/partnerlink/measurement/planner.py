@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.db.plans import plan_for_given_values
 from partnerlink.measurement import queries
 from partnerlink.measurement.stats import detectable_effect, rate_with_effect
 from partnerlink.problems import BadRequest
@@ -72,7 +73,8 @@ class History:
 
 
 def history(session: Session, profile_id: str, now: datetime | None = None) -> History:
-    """The profile's history as the planner reads it."""
+    """The profile's history as the planner reads it (planned for its values: db/plans.py)."""
+    plan_for_given_values(session)
     now = now or utcnow()
     live_only = session.scalar(queries.has_test_stores(profile_id)) is not None
     customers = session.scalar(queries.customer_count(profile_id, live_only)) or 0

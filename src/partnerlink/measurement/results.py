@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from partnerlink.db.base import utcnow
+from partnerlink.db.plans import plan_for_given_values
 from partnerlink.db.sums import total
 from partnerlink.measurement import queries
 from partnerlink.measurement.holdout import is_control
@@ -83,7 +84,10 @@ def _money(amounts: dict[str, int]) -> list[dict[str, str]]:
 def _grouped(
     session: Session, profile_id: str, start: date, end: date
 ) -> list[tuple[date, str, str | None, str, int, int]]:
-    """(week, class, campaign, currency, orders, revenue) groups: one pass over the period."""
+    """(week, class, campaign, currency, orders, revenue) groups: one pass over the period.
+    Like every read over the whole profile here, planned for its own values (db/plans.py),
+    for the rest of the caller's transaction."""
+    plan_for_given_values(session)
     low, high = _bounds(start, end)
     live_only = _has_test_stores(session, profile_id)
     return [
@@ -204,6 +208,7 @@ def lift(session: Session, campaign: Campaign) -> dict[str, Any]:
     """Test against control over the customers known before the campaign started."""
     if campaign.holdout_percent <= 0:
         raise NoHoldout()
+    plan_for_given_values(session)
     start = campaign.starts_at
     end = campaign.ends_at or utcnow()
     profile_id = campaign.profile_id
