@@ -80,7 +80,7 @@ def get_read_session(request: Request, session: SessionDep) -> Iterator[Session]
 
     Its reads cover whole profiles, so each is planned for its own values
     (db/plans.py): a generic plan made for an average profile made a large one's results
-    seven times slower.
+    several times slower.
     """
     replica = request.app.state.read_sessionmaker
     if replica is None:

@@ -5,9 +5,9 @@ may then run it by one generic plan, made without the parameters' values, whenev
 plan's estimated cost is no worse than the plans made for the values so far. That suits
 the hot paths' look-ups by key, which have one good plan whatever the key. It fails the
 reads over a profile, whose best plan depends on how many rows the profile and the
-period hold: at 1,000,000 orders the results call went from ~0.6 s to 4.1-5.1 s from its
-eleventh run on a connection on (its daily aggregate 0.48 → 2.4 s, its campaign counts
-0.13 → 2.1 s; bench/README.md). Planning such a read each time costs ~1 ms.
+period hold: for a profile far larger than the average, the results call became several
+times slower from its eleventh run on a connection (figures: bench/README.md, "The same
+trap in the results call"). Planning such a read each time costs little beside it.
 """
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ class Statement:
     connection, and PostgreSQL may then keep one generic plan for every later run. A
     generic plan cannot see a parameter's value: a large array compared with `= ANY`
     outside an index is then searched element by element for each row, where the
-    planned statement hashes it once (the touches' match to customers: 11.6 s instead of
-    ~60 ms for 10,000 hashes and 200,000 customers, bench/README.md).
+    planned statement hashes it once (the touches' match to customers: seconds instead of
+    milliseconds; bench/README.md, "A defect found on the way").
     """
 
     __slots__ = ("planned_each_time", "postgresql", "postgresql_names", "sqlite")
