@@ -287,7 +287,7 @@ def run(url: str, tmp: Path, args: argparse.Namespace, rng: random.Random) -> No
 
         show("GET lift-plan", timed(plan), timed(ceiling_plan))
         print(f"  {client.get(f'{api}/lift-plan', headers=auth).json()}")
-        window_change(client, engine, api, auth, args, customers, profile_id, now, rng)
+        window_change(client, engine, api, auth, args, (first_id, customers), profile_id, now, rng)
     engine.dispose()
 
 
@@ -297,13 +297,15 @@ def window_change(
     api: str,
     auth: dict[str, str],
     args: argparse.Namespace,
-    customers: int,
+    customer_ids: tuple[int, int],
     profile_id: str,
     now: datetime,
     rng: random.Random,
 ) -> None:
     """PATCH a campaign's click window (30 and 7 days in turn) beside a plain UPDATE of the
-    orders each change re-classified, found by comparing them before and after."""
+    orders each change re-classified, found by comparing them before and after.
+    `customer_ids`: the first customer's id and how many were loaded (c{i} has id first + i)."""
+    first_id, customers = customer_ids
     created = client.post(
         f"{api}/campaigns",
         json={"campaignId": "windows", "name": "Windows", "startsAt": now.isoformat()},
@@ -331,12 +333,6 @@ def window_change(
         with engine.connect() as conn:
             return {row[0]: tuple(row[1:]) for row in conn.execute(classes, emails)}
 
-    first_id = int(
-        engine.connect()
-        .execute(text("SELECT min(id) FROM customers WHERE profile_id = :p"), {"p": profile_id})
-        .scalar()
-        or 1
-    )
     touched = [
         (first_id + c, datetime.fromisoformat(t["touchedAt"]))
         for c, t in zip(reached, sent, strict=True)

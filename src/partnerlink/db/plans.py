@@ -16,10 +16,18 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 _CUSTOM_PLANS = text("SET LOCAL plan_cache_mode = force_custom_plan")
+# session.info: the transaction the setting was made in (a request's read session and the
+# services it calls each ask for it; it is sent once a transaction).
+_SET_IN = "custom plans set in"
 
 
 def plan_for_given_values(session: Session) -> None:
     """Until the session's transaction ends, every statement it runs is planned for its own
     parameters, prepared or not. SQLite plans each statement for its values anyway."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(_CUSTOM_PLANS)
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    transaction = session.get_transaction()
+    if transaction is not None and session.info.get(_SET_IN) is transaction:
+        return
+    session.execute(_CUSTOM_PLANS)
+    session.info[_SET_IN] = session.get_transaction()
